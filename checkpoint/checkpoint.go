@@ -1,0 +1,467 @@
+// Package checkpoint owns the conversation tree: immutable message nodes with
+// parent pointers, the path from the root to a node, fork-point resolution for
+// new, edited and regenerated messages, head resolution, and the export to
+// assistant-ui's ExportedMessageRepository shape.
+//
+// It is pure Go: no database, no HTTP. A Tree is an append-only list of nodes
+// ordered by their per-thread sequence, so a parent always precedes its
+// children and siblings appear in creation order.
+package checkpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Error codes shared by every layer. The api package maps each code to an
+// HTTP status once; the store maps database errors onto them once.
+const (
+	EInvalid         = "invalid_request"
+	EUnauthenticated = "unauthenticated"
+	ENotFound        = "not_found"
+	EConflict        = "conflict"
+	ERunInProgress   = "run_in_progress"
+	ETooLarge        = "too_large"
+	EUnsupported     = "unsupported_media_type"
+	EInvalidFork     = "invalid_fork"
+	ERateLimited     = "rate_limited"
+	EInternal        = "internal"
+)
+
+// Error is a coded domain error. Its Message is safe to show to API callers.
+type Error struct {
+	Code    string
+	Message string
+	// Data carries structured details for the caller, such as the active run of
+	// a run_in_progress conflict.
+	Data map[string]any
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns a coded error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or EInternal.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the caller-safe message of err, or a generic one.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// Sentinel errors for errors.Is checks where no message is needed.
+var (
+	ErrNotFound    = &Error{Code: ENotFound, Message: "not found"}
+	ErrConflict    = &Error{Code: EConflict, Message: "conflict"}
+	ErrInvalidFork = &Error{Code: EInvalidFork, Message: "invalid fork"}
+)
+
+// Is makes errors.Is(err, ErrNotFound) true for any *Error with that code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+)
+
+// Part is one content part of a message, in assistant-ui's shape.
+type Part struct {
+	Type  string `json:"type"`
+	Text  string `json:"text,omitempty"`
+	Image string `json:"image,omitempty"`
+}
+
+// Status is an assistant message's status, in assistant-ui's shape.
+type Status struct {
+	Type   string `json:"type"`             // running | complete | incomplete
+	Reason string `json:"reason,omitempty"` // stop | cancelled | error | length | other
+	Error  string `json:"error,omitempty"`
+}
+
+// Attachment is a file attached to a user message, in assistant-ui's
+// CompleteAttachment shape.
+type Attachment struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"` // image | document | file
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	Size        int64  `json:"size,omitempty"`
+	URL         string `json:"url,omitempty"`
+	Content     []Part `json:"content"`
+	Status      struct {
+		Type string `json:"type"`
+	} `json:"status"`
+}
+
+// Node is one immutable checkpoint: a message with its parent pointer. The
+// message id is the checkpoint id.
+type Node struct {
+	ID          uuid.UUID
+	ThreadID    uuid.UUID
+	ParentID    uuid.UUID // uuid.Nil for a root message
+	Seq         int64     // per-thread position: parents precede children
+	Role        Role
+	Content     []Part
+	Status      *Status // assistant only
+	Attachments []Attachment
+	RunID       uuid.UUID // uuid.Nil when no run wrote it
+	CreatedAt   time.Time
+	// Running marks the in-flight assistant message of an active run; it is
+	// not a checkpoint yet.
+	Running bool
+}
+
+// Text returns the concatenated text parts of the node.
+func (n *Node) Text() string {
+	var s string
+	for _, p := range n.Content {
+		if p.Type == "text" {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// Tree is an immutable, append-only view of a thread's checkpoints ordered by
+// Seq. Appending returns a new Tree and never changes an existing one, so a
+// Tree can be shared between goroutines.
+type Tree struct {
+	nodes []Node
+	index map[uuid.UUID]int
+}
+
+// NewTree builds a tree from nodes ordered by Seq.
+//
+// It returns an invalid_request error if a node's parent is missing or does
+// not precede it, or if an id repeats.
+func NewTree(nodes []Node) (*Tree, error) {
+	return (&Tree{}).Append(nodes...)
+}
+
+// Append returns a new tree with nodes added after the existing ones.
+//
+// It returns an invalid_request error if a parent is unknown or an id repeats.
+func (t *Tree) Append(nodes ...Node) (*Tree, error) {
+	if len(nodes) == 0 {
+		return t, nil
+	}
+	n := &Tree{
+		nodes: make([]Node, len(t.nodes), len(t.nodes)+len(nodes)),
+		index: make(map[uuid.UUID]int, len(t.nodes)+len(nodes)),
+	}
+	copy(n.nodes, t.nodes)
+	for k, v := range t.index {
+		n.index[k] = v
+	}
+	for _, nd := range nodes {
+		if _, dup := n.index[nd.ID]; dup {
+			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
+		}
+		if nd.ParentID != uuid.Nil {
+			if _, ok := n.index[nd.ParentID]; !ok {
+				return nil, Errorf(EInvalid, "message %s: parent %s is not in the tree before it", nd.ID, nd.ParentID)
+			}
+		}
+		n.index[nd.ID] = len(n.nodes)
+		n.nodes = append(n.nodes, nd)
+	}
+	return n, nil
+}
+
+// Len returns the number of nodes.
+func (t *Tree) Len() int { return len(t.nodes) }
+
+// Nodes returns the nodes in order. The slice must not be modified.
+func (t *Tree) Nodes() []Node { return t.nodes }
+
+// LastSeq returns the Seq of the newest node, or 0 for an empty tree.
+func (t *Tree) LastSeq() int64 {
+	if len(t.nodes) == 0 {
+		return 0
+	}
+	return t.nodes[len(t.nodes)-1].Seq
+}
+
+// Get returns the node with id, or nil.
+func (t *Tree) Get(id uuid.UUID) *Node {
+	i, ok := t.index[id]
+	if !ok {
+		return nil
+	}
+	return &t.nodes[i]
+}
+
+// Upto returns the tree as it was when its newest node had Seq <= seq.
+func (t *Tree) Upto(seq int64) *Tree {
+	k := len(t.nodes)
+	for k > 0 && t.nodes[k-1].Seq > seq {
+		k--
+	}
+	if k == len(t.nodes) {
+		return t
+	}
+	nt, _ := NewTree(t.nodes[:k])
+	return nt
+}
+
+// Path returns the nodes from the root to id, root first, or nil if id is
+// not in the tree.
+func (t *Tree) Path(id uuid.UUID) []Node {
+	var rev []Node
+	for cur := t.Get(id); cur != nil; cur = t.Get(cur.ParentID) {
+		rev = append(rev, *cur)
+		if cur.ParentID == uuid.Nil {
+			break
+		}
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// Children returns the children of id (uuid.Nil for the roots) in creation order.
+func (t *Tree) Children(id uuid.UUID) []Node {
+	var out []Node
+	for _, n := range t.nodes {
+		if n.ParentID == id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ResolveHead returns the leaf a head id stands for: the id itself when it is
+// a leaf, else the most recently created leaf below it. A zero or unknown id
+// resolves to the most recently created leaf of the whole tree. It returns
+// uuid.Nil only for an empty tree.
+func (t *Tree) ResolveHead(id uuid.UUID) uuid.UUID {
+	if len(t.nodes) == 0 {
+		return uuid.Nil
+	}
+	hasChild := make([]bool, len(t.nodes))
+	for _, n := range t.nodes {
+		if n.ParentID != uuid.Nil {
+			hasChild[t.index[n.ParentID]] = true
+		}
+	}
+	start, ok := t.index[id]
+	if !ok {
+		for i := len(t.nodes) - 1; i >= 0; i-- {
+			if !hasChild[i] {
+				return t.nodes[i].ID
+			}
+		}
+	}
+	if !hasChild[start] {
+		return id
+	}
+	// Descendants have a larger index than their ancestor; scan newest first.
+	for i := len(t.nodes) - 1; i > start; i-- {
+		if hasChild[i] {
+			continue
+		}
+		for cur := i; ; {
+			p := t.nodes[cur].ParentID
+			if p == uuid.Nil {
+				break
+			}
+			cur = t.index[p]
+			if cur == start {
+				return t.nodes[i].ID
+			}
+			if cur < start {
+				break
+			}
+		}
+	}
+	return id
+}
+
+// ForkRequest is what a run asks to append, in API.md's terms.
+type ForkRequest struct {
+	HasMessage bool      // a new user message is part of the run
+	ParentID   uuid.UUID // parent_message_id; uuid.Nil for null
+	SourceID   uuid.UUID // source_message_id; uuid.Nil for null
+}
+
+// Fork is a resolved fork point.
+type Fork struct {
+	// UserParent is where the new user message goes (uuid.Nil for a root);
+	// meaningful only when the request has a message.
+	UserParent uuid.UUID
+	// AssistantParent is the user message the new reply answers, for a
+	// regenerate. For a run with a message it is the new user message.
+	AssistantParent uuid.UUID
+}
+
+// ResolveFork checks a run request against the tree and returns where the
+// new nodes go. Every rule of API.md's invalid_fork row returns an
+// invalid_fork error whose message names the rule:
+//   - the parent is not in this thread;
+//   - an edit's source is not a user message;
+//   - the source is not a child of the parent;
+//   - a regenerate names no user message as parent (or sits under an assistant message).
+func (t *Tree) ResolveFork(r ForkRequest) (Fork, error) {
+	var parent *Node
+	if r.ParentID != uuid.Nil {
+		if parent = t.Get(r.ParentID); parent == nil {
+			return Fork{}, Errorf(EInvalidFork, "parent_message_id %s is not a message of this thread", r.ParentID)
+		}
+	}
+	var source *Node
+	if r.SourceID != uuid.Nil {
+		if source = t.Get(r.SourceID); source == nil {
+			return Fork{}, Errorf(EInvalidFork, "source_message_id %s is not a message of this thread", r.SourceID)
+		}
+		if source.ParentID != r.ParentID {
+			return Fork{}, Errorf(EInvalidFork, "source_message_id %s is not a child of parent_message_id %s", r.SourceID, nilString(r.ParentID))
+		}
+	}
+	if r.HasMessage {
+		if source != nil && source.Role != RoleUser {
+			return Fork{}, Errorf(EInvalidFork, "only user messages can be edited; %s is a %s message", source.ID, source.Role)
+		}
+		return Fork{UserParent: r.ParentID}, nil
+	}
+	// Regenerate.
+	if parent == nil {
+		return Fork{}, Errorf(EInvalidFork, "regenerate needs parent_message_id: the user message above the reply")
+	}
+	if parent.Role != RoleUser {
+		return Fork{}, Errorf(EInvalidFork, "regenerate under a %s message: parent_message_id must be a user message", parent.Role)
+	}
+	if source != nil && source.Role != RoleAssistant {
+		return Fork{}, Errorf(EInvalidFork, "regenerate replaces an assistant message; %s is a %s message", source.ID, source.Role)
+	}
+	return Fork{AssistantParent: r.ParentID}, nil
+}
+
+func nilString(id uuid.UUID) string {
+	if id == uuid.Nil {
+		return "null"
+	}
+	return id.String()
+}
+
+// Message is a node in assistant-ui's ThreadMessage wire shape.
+type Message struct {
+	ID          uuid.UUID     `json:"id"`
+	Role        Role          `json:"role"`
+	Content     []Part        `json:"content"`
+	CreatedAt   time.Time     `json:"createdAt"`
+	Status      *Status       `json:"status,omitempty"`
+	Attachments *[]Attachment `json:"attachments,omitempty"`
+	Metadata    Metadata      `json:"metadata"`
+}
+
+// Metadata is the message metadata; RunID duplicates custom.runId because
+// assistant-ui reads metadata.runId itself.
+type Metadata struct {
+	RunID  *uuid.UUID `json:"runId,omitempty"`
+	Custom Custom     `json:"custom"`
+}
+
+// Custom holds Threadline's own message metadata.
+type Custom struct {
+	CheckpointID       *uuid.UUID `json:"checkpointId"`
+	ParentCheckpointID *uuid.UUID `json:"parentCheckpointId"`
+	RunID              *uuid.UUID `json:"runId,omitempty"`
+}
+
+// RepositoryItem is one entry of ExportedMessageRepository.messages.
+type RepositoryItem struct {
+	Message  Message    `json:"message"`
+	ParentID *uuid.UUID `json:"parentId"`
+}
+
+// Repository is assistant-ui's ExportedMessageRepository.
+type Repository struct {
+	HeadID   *uuid.UUID       `json:"headId"`
+	Messages []RepositoryItem `json:"messages"`
+}
+
+// WireMessage converts a node to the wire shape.
+func WireMessage(n *Node) Message {
+	m := Message{ID: n.ID, Role: n.Role, Content: n.Content, CreatedAt: n.CreatedAt.UTC(), Status: n.Status}
+	if m.Content == nil {
+		m.Content = []Part{}
+	}
+	if n.Role == RoleUser {
+		a := n.Attachments
+		if a == nil {
+			a = []Attachment{}
+		}
+		m.Attachments = &a
+	}
+	if !n.Running {
+		id := n.ID
+		m.Metadata.Custom.CheckpointID = &id
+	}
+	if n.ParentID != uuid.Nil {
+		p := n.ParentID
+		m.Metadata.Custom.ParentCheckpointID = &p
+	}
+	if n.RunID != uuid.Nil {
+		r := n.RunID
+		m.Metadata.Custom.RunID = &r
+		m.Metadata.RunID = &r
+	}
+	return m
+}
+
+// Export returns the path from the root to the resolved head and the whole
+// tree as an ExportedMessageRepository: parents before children, siblings in
+// creation order, headId a leaf (null only for an empty tree).
+func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
+	repo.Messages = make([]RepositoryItem, 0, len(t.nodes))
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		item := RepositoryItem{Message: WireMessage(n)}
+		if n.ParentID != uuid.Nil {
+			p := n.ParentID
+			item.ParentID = &p
+		}
+		repo.Messages = append(repo.Messages, item)
+	}
+	path = []Message{}
+	h := t.ResolveHead(head)
+	if h == uuid.Nil {
+		return path, repo
+	}
+	repo.HeadID = &h
+	for _, n := range t.Path(h) {
+		path = append(path, WireMessage(&n))
+	}
+	return path, repo
+}
+
+// MarshalParts encodes content parts for storage.
+func MarshalParts(p []Part) []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
