@@ -1,0 +1,474 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+const runCols = `id, thread_id, status, coalesce(user_message_id, '00000000-0000-0000-0000-000000000000'), parent_id, message_id,
+	model, config, usage, error, coalesce(owner, ''), coalesce(lease_until, 'epoch'), tree_seq, created_at, finished_at`
+
+func scanRun(row pgx.Row) (*thread.Run, error) {
+	var r thread.Run
+	var cfg, usage, rerr []byte
+	if err := row.Scan(&r.ID, &r.ThreadID, &r.Status, &r.UserMessageID, &r.ParentID, &r.MessageID, &r.Model,
+		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt); err != nil {
+		return nil, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if cfg != nil {
+		_ = json.Unmarshal(cfg, &r.Config)
+	}
+	if usage != nil {
+		r.Usage = new(thread.Usage)
+		_ = json.Unmarshal(usage, r.Usage)
+	}
+	if rerr != nil {
+		r.Error = new(thread.RunError)
+		_ = json.Unmarshal(rerr, r.Error)
+	}
+	return &r, nil
+}
+
+func notFoundRun(id uuid.UUID) error {
+	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
+}
+
+// RunCreate starts a run; see thread.Store.
+func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	r := in.Run
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		// The thread row lock serializes every writer of this thread.
+		var last int64
+		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1 AND caller = $2 FOR UPDATE`, in.Thread, in.Caller).Scan(&last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundThread(in.Thread)
+		}
+		if err != nil {
+			return fmt.Errorf("lock thread: %w", interpretError(err))
+		}
+		want := r.TreeSeq
+		if in.User != nil {
+			want--
+		}
+		if last != want {
+			// The tree grew since the fork was resolved (another process).
+			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed while the run was being started; retry", in.Thread)
+		}
+		cfg, _ := json.Marshal(r.Config)
+		_, err = tx.Exec(ctx, `INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
+			VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
+		if err != nil {
+			err = interpretError(err)
+			if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress {
+				return s.runInProgress(ctx, tx, in.Thread)
+			}
+			return fmt.Errorf("insert run: %w", err)
+		}
+		if in.User != nil {
+			if err := insertCheckpoint(ctx, tx, in.User); err != nil {
+				return err
+			}
+		}
+		if err := insertEvents(ctx, tx, r.ID, []thread.Record{first}, false, ""); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
+			in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("update thread: %w", interpretError(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.LastSequence = first.Seq
+	return &r, nil
+}
+
+func (s *Store) runInProgress(ctx context.Context, _ pgx.Tx, threadID uuid.UUID) error {
+	e := &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread; cancel it or rejoin it"}
+	// Read the winner outside the failed transaction.
+	if r, err := s.RunActive(context.WithoutCancel(ctx), threadID); err == nil {
+		e.Message = fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", r.ID)
+		e.Data = map[string]any{"run_id": r.ID, "message_id": r.MessageID}
+	}
+	return e
+}
+
+func nilUUID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}
+
+// RunGet returns the run with its last durable sequence.
+func (s *Store) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {
+	row := s.pool.QueryRow(ctx, `SELECT `+runCols+`, coalesce((SELECT max(last_seq) FROM run_events WHERE run_id = runs.id), 0)
+		FROM runs WHERE id = $1 AND thread_id = $2`, runID, threadID)
+	var r thread.Run
+	var cfg, usage, rerr []byte
+	err := row.Scan(&r.ID, &r.ThreadID, &r.Status, &r.UserMessageID, &r.ParentID, &r.MessageID, &r.Model,
+		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt, &r.LastSequence)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFoundRun(runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run: %w", interpretError(err))
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if cfg != nil {
+		_ = json.Unmarshal(cfg, &r.Config)
+	}
+	if usage != nil {
+		r.Usage = new(thread.Usage)
+		_ = json.Unmarshal(usage, r.Usage)
+	}
+	if rerr != nil {
+		r.Error = new(thread.RunError)
+		_ = json.Unmarshal(rerr, r.Error)
+	}
+	return &r, nil
+}
+
+// RunByUserMessage returns the run that appended a user message.
+func (s *Store) RunByUserMessage(ctx context.Context, threadID, messageID uuid.UUID) (*thread.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE thread_id = $1 AND user_message_id = $2`, threadID, messageID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, checkpoint.Errorf(checkpoint.ENotFound, "no run appended message %s", messageID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run by message: %w", interpretError(err))
+	}
+	return r, nil
+}
+
+// RunActive returns the thread's running run, or not_found.
+func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE thread_id = $1 AND status = 'running'`, threadID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, checkpoint.Errorf(checkpoint.ENotFound, "no run in progress on thread %s", threadID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("active run: %w", interpretError(err))
+	}
+	return r, nil
+}
+
+// RunEventsAppend writes one log segment.
+func (s *Store) RunEventsAppend(ctx context.Context, runID uuid.UUID, recs []thread.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return insertEvents(ctx, s.pool, runID, recs, false, "")
+}
+
+// RunEventsAfter returns the logged records after a sequence, restoring the
+// token texts of a compacted log from the assistant checkpoint.
+func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT first_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2 ORDER BY last_seq`, runID, after)
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	type seg struct {
+		first int64
+		data  []byte
+	}
+	segs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (seg, error) {
+		var sg seg
+		return sg, r.Scan(&sg.first, &sg.data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	var out []thread.Record
+	for _, sg := range segs {
+		var text string
+		if len(sg.data) > 0 && sg.data[0] == segCompact {
+			var content []byte
+			err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id AND c.id = r.message_id
+				WHERE r.id = $1`, runID).Scan(&content)
+			if err != nil {
+				return nil, fmt.Errorf("read run reply: %w", interpretError(err))
+			}
+			var parts []checkpoint.Part
+			if err := json.Unmarshal(content, &parts); err != nil {
+				return nil, fmt.Errorf("read run reply: %w", err)
+			}
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
+		recs, err := decodeSegment(sg.first, sg.data, text)
+		if err != nil {
+			return nil, fmt.Errorf("run %s log: %w", runID, err)
+		}
+		for _, r := range recs {
+			if r.Seq > after {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// RunFinish ends a run; see thread.Store.
+func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	r := in.Run
+	for i, rec := range in.Records {
+		if rec.Seq != int64(i+1) {
+			return fmt.Errorf("finish run %s: record %d has sequence %d", r.ID, i, rec.Seq)
+		}
+	}
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 FOR UPDATE`, r.ID).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundRun(r.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("finish run: %w", interpretError(err))
+		}
+		if status != string(thread.RunRunning) {
+			return checkpoint.Errorf(checkpoint.EConflict, "run %s already ended as %s", r.ID, status)
+		}
+		var last int64
+		err = tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + 1, updated_at = $2 WHERE id = $1 RETURNING last_seq`,
+			r.ThreadID, s.clock()).Scan(&last)
+		if err != nil {
+			return fmt.Errorf("finish run: %w", interpretError(err))
+		}
+		if last != in.Assistant.Seq {
+			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed during run %s", r.ThreadID, r.ID)
+		}
+		if err := insertCheckpoint(ctx, tx, &in.Assistant); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE run_id = $1`, r.ID); err != nil {
+			return fmt.Errorf("compact run log: %w", interpretError(err))
+		}
+		if err := insertEvents(ctx, tx, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
+			return err
+		}
+		var usage, rerr []byte
+		if in.Usage != nil {
+			usage, _ = json.Marshal(in.Usage)
+		}
+		if in.Error != nil {
+			rerr, _ = json.Marshal(in.Error)
+		}
+		_, err = tx.Exec(ctx, `UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
+			owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, s.clock())
+		if err != nil {
+			return fmt.Errorf("finish run: %w", interpretError(err))
+		}
+		return nil
+	})
+}
+
+// RunLeaseRenew extends the owner's leases; see thread.Store.
+func (s *Store) RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_until = $2 WHERE owner = $1 AND status = 'running'
+		RETURNING id, cancel_requested`, owner, until)
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", interpretError(err))
+	}
+	var cancels []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		var c bool
+		if err := rows.Scan(&id, &c); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("renew leases: %w", err)
+		}
+		if c {
+			cancels = append(cancels, id)
+		}
+	}
+	return cancels, interpretError(rows.Err())
+}
+
+// RunRequestCancel flags a running run for its owner.
+func (s *Store) RunRequestCancel(ctx context.Context, runID uuid.UUID) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET cancel_requested = true WHERE id = $1 AND status = 'running'`, runID)
+	if err != nil {
+		return fmt.Errorf("request cancel: %w", interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return checkpoint.Errorf(checkpoint.EConflict, "run %s is not running", runID)
+	}
+	return nil
+}
+
+// RunClaimExpired takes over runs whose lease ended; see thread.Store.
+func (s *Store) RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*thread.Run, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE runs SET owner = $1, lease_until = $3 WHERE id IN (
+			SELECT id FROM runs WHERE status = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED)
+		RETURNING `+runCols, owner, now, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim expired runs: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*thread.Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, fmt.Errorf("claim expired runs: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// Segment encoding. A live segment holds token texts; a compact segment (the
+// whole log of a finished run) holds only token lengths, because the texts
+// are the assistant checkpoint's. Layout: one format byte, then per record a
+// kind byte and its fields as uvarint-length-prefixed strings / varints.
+const (
+	segLive    = 'L'
+	segCompact = 'C'
+
+	recToken  = 't'
+	recLength = 'n'
+	recSnap   = 's'
+	recError  = 'e'
+)
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+func insertEvents(ctx context.Context, db execer, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {
+	data, err := encodeSegment(recs, compact, text)
+	if err != nil {
+		return fmt.Errorf("append run events: %w", err)
+	}
+	_, err = db.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
+	if err != nil {
+		return fmt.Errorf("append run events: %w", interpretError(err))
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func encodeSegment(recs []thread.Record, compact bool, text string) ([]byte, error) {
+	size := 1
+	for _, r := range recs {
+		size += len(r.Text) + 4
+	}
+	if compact {
+		size = 1 + 2*len(recs) + 64
+	}
+	b := make([]byte, 0, size)
+	if compact {
+		b = append(b, segCompact)
+	} else {
+		b = append(b, segLive)
+	}
+	off := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case thread.KindToken:
+			if compact {
+				if off+len(r.Text) > len(text) || text[off:off+len(r.Text)] != r.Text {
+					return nil, fmt.Errorf("token %d is not in the reply text", r.Seq)
+				}
+				off += len(r.Text)
+				b = append(b, recLength)
+				b = binary.AppendUvarint(b, uint64(len(r.Text)))
+			} else {
+				b = append(b, recToken)
+				b = appendString(b, r.Text)
+			}
+		case thread.KindSnapshot:
+			b = append(b, recSnap)
+			b = appendString(b, string(r.Status))
+			b = binary.AppendVarint(b, r.TreeSeq)
+		case thread.KindError:
+			b = append(b, recError)
+			b = appendString(b, r.Code)
+			b = appendString(b, r.Text)
+		default:
+			return nil, fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind)
+		}
+	}
+	if compact && off != len(text) {
+		return nil, fmt.Errorf("tokens cover %d of %d reply bytes", off, len(text))
+	}
+	return b, nil
+}
+
+var errCorrupt = errors.New("corrupt run log segment")
+
+func decodeSegment(first int64, b []byte, text string) ([]thread.Record, error) {
+	if len(b) == 0 {
+		return nil, errCorrupt
+	}
+	b = b[1:]
+	var out []thread.Record
+	readString := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	off := 0
+	for seq := first; len(b) > 0; seq++ {
+		kind := b[0]
+		b = b[1:]
+		r := thread.Record{Seq: seq}
+		ok := true
+		switch kind {
+		case recToken:
+			r.Kind = thread.KindToken
+			r.Text, ok = readString()
+		case recLength:
+			n, k := binary.Uvarint(b)
+			if k <= 0 || off+int(n) > len(text) {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			r.Kind, r.Text = thread.KindToken, text[off:off+int(n)]
+			off += int(n)
+		case recSnap:
+			var st string
+			st, ok = readString()
+			r.Kind, r.Status = thread.KindSnapshot, thread.RunStatus(st)
+			v, k := binary.Varint(b)
+			if k <= 0 {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			r.TreeSeq = v
+		case recError:
+			r.Kind = thread.KindError
+			if r.Code, ok = readString(); ok {
+				r.Text, ok = readString()
+			}
+		default:
+			return nil, errCorrupt
+		}
+		if !ok {
+			return nil, errCorrupt
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,110 @@
+// Package store owns Postgres: the schema and its migrations, and the
+// implementation of thread.Store with pgx. Database errors are mapped onto
+// the domain's coded errors in one place, interpretError.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+var _ thread.Store = (*Store)(nil)
+
+// Store is the Postgres store.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// Open connects a pool to databaseURL and checks that it answers.
+func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return New(pool), nil
+}
+
+// New wraps an existing pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, now: time.Now}
+}
+
+// SetClock replaces the clock (for tests).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Pool returns the underlying pool (for readiness checks and metrics).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// withTx runs fn in a transaction it commits on success. The rollback uses a
+// context that survives the caller's cancellation, so a cancelled request
+// never leaves a transaction open on a pooled connection.
+func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", interpretError(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", interpretError(err))
+	}
+	return nil
+}
+
+// interpretError maps database errors onto the domain's coded errors.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return checkpoint.ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			if pe.ConstraintName == "runs_one_active" {
+				return &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread"}
+			}
+			return &checkpoint.Error{Code: checkpoint.EConflict, Message: "already exists: " + pe.ConstraintName}
+		case "23503": // foreign_key_violation
+			if pe.ConstraintName == "checkpoints_thread_id_parent_id_fkey" {
+				return &checkpoint.Error{Code: checkpoint.EInvalidFork, Message: "parent is not a message of this thread"}
+			}
+			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: "the thread or run no longer exists"}
+		case "23514", "22P02", "22023": // check_violation, invalid text, invalid parameter
+			return &checkpoint.Error{Code: checkpoint.EInvalid, Message: pe.Message}
+		}
+	}
+	return err
+}

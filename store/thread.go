@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+const threadCols = `id, caller, title, metadata, coalesce(head_id, '00000000-0000-0000-0000-000000000000'), last_seq, created_at, updated_at`
+
+func scanThread(row pgx.Row) (*thread.Thread, error) {
+	var t thread.Thread
+	if err := row.Scan(&t.ID, &t.Caller, &t.Title, &t.Metadata, &t.HeadID, &t.LastSeq, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func notFoundThread(id uuid.UUID) error {
+	return checkpoint.Errorf(checkpoint.ENotFound, "thread %s not found", id)
+}
+
+// ThreadCreate inserts t; see thread.Store.
+func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thread, bool, error) {
+	md := t.Metadata
+	if len(md) == 0 {
+		md = json.RawMessage(`{}`)
+	}
+	row := s.pool.QueryRow(ctx, `INSERT INTO threads (id, caller, title, metadata, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING `+threadCols,
+		t.ID, t.Caller, t.Title, md, t.CreatedAt)
+	nt, err := scanThread(row)
+	if err == nil {
+		return nt, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, fmt.Errorf("create thread: %w", interpretError(err))
+	}
+	existing, err := s.ThreadGet(ctx, "", t.ID)
+	if err != nil {
+		return nil, false, fmt.Errorf("create thread: %w", err)
+	}
+	if existing.Caller != t.Caller {
+		return nil, false, checkpoint.Errorf(checkpoint.EConflict, "thread id %s is taken", t.ID)
+	}
+	return existing, false, nil
+}
+
+// ThreadGet returns the caller's thread; caller "" skips the owner check
+// (internal use only).
+func (s *Store) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
+	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`, id, caller))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFoundThread(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get thread: %w", interpretError(err))
+	}
+	return t, nil
+}
+
+// ThreadList returns a page of the caller's threads; see thread.Store.
+func (s *Store) ThreadList(ctx context.Context, caller string, limit int, after *thread.ThreadCursor) ([]*thread.Thread, error) {
+	var rows pgx.Rows
+	var err error
+	if after == nil {
+		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1
+			ORDER BY updated_at DESC, id DESC LIMIT $2`, caller, limit)
+	} else {
+		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1
+			AND (updated_at, id) < ($2, $3) ORDER BY updated_at DESC, id DESC LIMIT $4`, caller, after.UpdatedAt, after.ID, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*thread.Thread, error) { return scanThread(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// ThreadUpdate applies a PATCH; see thread.Store.
+func (s *Store) ThreadUpdate(ctx context.Context, caller string, id uuid.UUID, u thread.ThreadUpdate) (*thread.Thread, error) {
+	var md []byte
+	if len(u.Metadata) > 0 {
+		md = u.Metadata
+	}
+	t, err := scanThread(s.pool.QueryRow(ctx, `UPDATE threads SET
+			title = CASE WHEN $3::boolean THEN $4 ELSE title END,
+			metadata = coalesce($5::jsonb, metadata),
+			updated_at = $6
+		WHERE id = $1 AND caller = $2 RETURNING `+threadCols,
+		id, caller, u.Title != nil, u.Title, md, s.clock()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFoundThread(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update thread: %w", interpretError(err))
+	}
+	return t, nil
+}
+
+// ThreadDelete removes the thread and, by cascade, everything in it.
+func (s *Store) ThreadDelete(ctx context.Context, caller string, id uuid.UUID) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM threads WHERE id = $1 AND caller = $2`, id, caller)
+	if err != nil {
+		return fmt.Errorf("delete thread: %w", interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundThread(id)
+	}
+	return nil
+}
+
+// ThreadSetHead stores the client's branch. It does not touch updated_at:
+// switching branches is view state, not a change of the thread.
+func (s *Store) ThreadSetHead(ctx context.Context, caller string, id, head uuid.UUID) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE threads SET head_id = $3 WHERE id = $1 AND caller = $2`, id, caller, head)
+	if err != nil {
+		return fmt.Errorf("set head: %w", interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundThread(id)
+	}
+	return nil
+}
+
+const checkpointCols = `thread_id, id, coalesce(parent_id, '00000000-0000-0000-0000-000000000000'), seq, role, content, status, attachments,
+	coalesce(run_id, '00000000-0000-0000-0000-000000000000'), created_at`
+
+// CheckpointsAfter returns the thread's checkpoints with seq > after: one
+// index range scan, so reading a whole tree is one query.
+func (s *Store) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE thread_id = $1 AND seq > $2 ORDER BY seq`, threadID, after)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (checkpoint.Node, error) {
+		var n checkpoint.Node
+		var content, status, atts []byte
+		if err := r.Scan(&n.ThreadID, &n.ID, &n.ParentID, &n.Seq, &n.Role, &content, &status, &atts, &n.RunID, &n.CreatedAt); err != nil {
+			return n, err
+		}
+		n.CreatedAt = n.CreatedAt.UTC()
+		if err := json.Unmarshal(content, &n.Content); err != nil {
+			return n, fmt.Errorf("checkpoint %s content: %w", n.ID, err)
+		}
+		if status != nil {
+			n.Status = new(checkpoint.Status)
+			if err := json.Unmarshal(status, n.Status); err != nil {
+				return n, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
+			}
+		}
+		if atts != nil {
+			if err := json.Unmarshal(atts, &n.Attachments); err != nil {
+				return n, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
+			}
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// insertCheckpoint appends one checkpoint row; the caller has bumped the
+// thread's last_seq to n.Seq under the row lock.
+func insertCheckpoint(ctx context.Context, tx pgx.Tx, n *checkpoint.Node) error {
+	var parent, run *uuid.UUID
+	if n.ParentID != uuid.Nil {
+		parent = &n.ParentID
+	}
+	if n.RunID != uuid.Nil {
+		run = &n.RunID
+	}
+	var status, atts []byte
+	if n.Status != nil {
+		status, _ = json.Marshal(n.Status)
+	}
+	if len(n.Attachments) > 0 {
+		atts, _ = json.Marshal(n.Attachments)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("append checkpoint: %w", interpretError(err))
+	}
+	return nil
+}
+
+// CheckpointAppend appends nodes to a thread in one transaction, assigning
+// their Seq. It exists for tests and tools that build trees without runs;
+// not_found for an unknown thread, invalid_fork for a parent elsewhere.
+func (s *Store) CheckpointAppend(ctx context.Context, threadID uuid.UUID, nodes ...*checkpoint.Node) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var last int64
+		err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $2, updated_at = $3 WHERE id = $1 RETURNING last_seq`,
+			threadID, len(nodes), s.clock()).Scan(&last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFoundThread(threadID)
+		}
+		if err != nil {
+			return fmt.Errorf("append checkpoint: %w", interpretError(err))
+		}
+		for i, n := range nodes {
+			n.ThreadID = threadID
+			n.Seq = last - int64(len(nodes)) + int64(i) + 1
+			if n.CreatedAt.IsZero() {
+				n.CreatedAt = s.clock()
+			}
+			if err := insertCheckpoint(ctx, tx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

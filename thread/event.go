@@ -1,0 +1,119 @@
+package thread
+
+import (
+	"encoding/json"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+)
+
+// Event is one NDJSON stream event of a run.
+type Event struct {
+	Type      string
+	RunID     uuid.UUID
+	Sequence  int64
+	MessageID uuid.UUID // token
+	Text      string    // token text or error message
+	Code      string    // error code
+	Snapshot  *Snapshot // snapshot
+}
+
+// Final reports whether the event is the last one of its run.
+func (e *Event) Final() bool {
+	return e.Type == KindSnapshot && e.Snapshot != nil && e.Snapshot.RunStatus.Done()
+}
+
+// Snapshot is the thread as a run shows it: the tree as it was at the event
+// (immutable, so a replay rebuilds it exactly), the running message, if any,
+// and the head. It is turned into JSON only when written, so in-process
+// consumers pay nothing for it.
+type Snapshot struct {
+	ThreadID  uuid.UUID
+	RunStatus RunStatus
+	Tree      *checkpoint.Tree
+	Running   *checkpoint.Node // the in-flight assistant message, not a checkpoint yet
+	Head      uuid.UUID
+}
+
+// View returns the snapshot's tree including the running message.
+func (s *Snapshot) View() *checkpoint.Tree {
+	if s.Running == nil {
+		return s.Tree
+	}
+	t, err := s.Tree.Append(*s.Running)
+	if err != nil {
+		return s.Tree
+	}
+	return t
+}
+
+// Export returns the path to the head and the repository.
+func (s *Snapshot) Export() (checkpointID *uuid.UUID, path []checkpoint.Message, repo checkpoint.Repository) {
+	path, repo = s.View().Export(s.Head)
+	for i := len(path) - 1; i >= 0; i-- {
+		if id := path[i].Metadata.Custom.CheckpointID; id != nil {
+			checkpointID = id
+			break
+		}
+	}
+	return checkpointID, path, repo
+}
+
+// MarshalJSON writes the API.md stream event.
+func (e Event) MarshalJSON() ([]byte, error) {
+	switch e.Type {
+	case KindToken:
+		return json.Marshal(struct {
+			Type      string    `json:"type"`
+			RunID     uuid.UUID `json:"run_id"`
+			Sequence  int64     `json:"sequence"`
+			MessageID uuid.UUID `json:"message_id"`
+			Text      string    `json:"text"`
+		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Text})
+	case KindError:
+		return json.Marshal(struct {
+			Type     string    `json:"type"`
+			RunID    uuid.UUID `json:"run_id"`
+			Sequence int64     `json:"sequence"`
+			Error    string    `json:"error"`
+			Code     string    `json:"code"`
+		}{e.Type, e.RunID, e.Sequence, e.Text, e.Code})
+	}
+	cp, path, repo := e.Snapshot.Export()
+	return json.Marshal(struct {
+		Type              string                `json:"type"`
+		RunID             uuid.UUID             `json:"run_id"`
+		Sequence          int64                 `json:"sequence"`
+		ThreadID          uuid.UUID             `json:"thread_id"`
+		CheckpointID      *uuid.UUID            `json:"checkpoint_id"`
+		RunStatus         RunStatus             `json:"run_status"`
+		Messages          []checkpoint.Message  `json:"messages"`
+		MessageRepository checkpoint.Repository `json:"messageRepository"`
+	}{e.Type, e.RunID, e.Sequence, e.Snapshot.ThreadID, cp, e.Snapshot.RunStatus, path, repo})
+}
+
+// ThreadSnapshot is GET /threads/{id}/messages.
+type ThreadSnapshot struct {
+	Snapshot
+	ActiveRun *ActiveRun
+}
+
+// ActiveRun names the running run and the last event folded into the
+// snapshot's running message.
+type ActiveRun struct {
+	RunID     uuid.UUID `json:"run_id"`
+	MessageID uuid.UUID `json:"message_id"`
+	Sequence  int64     `json:"sequence"`
+}
+
+// MarshalJSON writes the API.md thread snapshot.
+func (s *ThreadSnapshot) MarshalJSON() ([]byte, error) {
+	cp, path, repo := s.Export()
+	return json.Marshal(struct {
+		ThreadID          uuid.UUID             `json:"thread_id"`
+		CheckpointID      *uuid.UUID            `json:"checkpoint_id"`
+		Messages          []checkpoint.Message  `json:"messages"`
+		MessageRepository checkpoint.Repository `json:"messageRepository"`
+		ActiveRun         *ActiveRun            `json:"active_run"`
+	}{s.ThreadID, cp, path, repo, s.ActiveRun})
+}

@@ -1,0 +1,645 @@
+package thread
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+)
+
+// UserMessage is the message a run appends.
+type UserMessage struct {
+	ID            uuid.UUID // uuid.Nil: the service picks one
+	Content       []checkpoint.Part
+	AttachmentIDs []uuid.UUID
+}
+
+// RunRequest is POST /threads/{id}/runs/stream, decoded.
+type RunRequest struct {
+	Message      *UserMessage
+	ParentID     uuid.UUID
+	SourceID     uuid.UUID
+	Config       RunConfig
+	OnDisconnect string // "continue" (default) or "cancel"
+}
+
+// Validate checks the request's own shape; invalid_request names the field.
+func (r *RunRequest) Validate() error {
+	switch r.OnDisconnect {
+	case "", "continue", "cancel":
+	default:
+		return checkpoint.Errorf(checkpoint.EInvalid, "on_disconnect must be \"continue\" or \"cancel\", got %q", r.OnDisconnect)
+	}
+	if r.Config.Temperature != nil && (*r.Config.Temperature < 0 || *r.Config.Temperature > 2) {
+		return checkpoint.Errorf(checkpoint.EInvalid, "run_config.temperature must be between 0 and 2")
+	}
+	if m := r.Message; m != nil {
+		if len(m.Content) == 0 && len(m.AttachmentIDs) == 0 {
+			return checkpoint.Errorf(checkpoint.EInvalid, "message.content must not be empty")
+		}
+		for i, p := range m.Content {
+			switch p.Type {
+			case "text":
+				if !utf8.ValidString(p.Text) {
+					return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].text is not valid UTF-8", i)
+				}
+			case "image":
+				if p.Image == "" {
+					return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].image must not be empty", i)
+				}
+			default:
+				return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].type must be \"text\" or \"image\", got %q", i, p.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// ErrShuttingDown is returned by StartRun while the service drains.
+var ErrShuttingDown = &checkpoint.Error{Code: "unavailable", Message: "the service is shutting down; retry on another instance"}
+
+// activeRun is a run this process owns.
+type activeRun struct {
+	run    *Run
+	ctx    context.Context
+	stop   context.CancelFunc
+	mu     sync.Mutex
+	why    RunStatus // why it was cancelled
+	done   chan struct{}
+	thread *Thread
+}
+
+func (a *activeRun) cancel(why RunStatus) {
+	a.mu.Lock()
+	if a.why == "" {
+		a.why = why
+	}
+	a.mu.Unlock()
+	a.stop()
+}
+
+func (a *activeRun) reason() RunStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.why
+}
+
+// StartRun resolves the fork, durably appends the user message, the run and
+// its first snapshot, and starts the model in the background. The caller
+// streams it with Follow from sequence 0.
+//
+// Errors: invalid_request for a bad request or unknown model; not_found for a
+// foreign thread or unknown attachment; invalid_fork for every fork rule;
+// run_in_progress naming the active run; conflict for a message id reused
+// with other content. A retry with the same message id and content returns
+// the run that message started, with existing true.
+func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUID, req RunRequest) (run *Run, existing bool, err error) {
+	if err := req.Validate(); err != nil {
+		return nil, false, err
+	}
+	model, modelName, err := s.models.Resolve(req.Config.Model)
+	if err != nil {
+		return nil, false, err
+	}
+	th, err := s.store.ThreadGet(ctx, caller, threadID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		th, _, err = s.CreateThread(ctx, caller, threadID, nil)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	tree, err := s.tree(ctx, th)
+	if err != nil {
+		return nil, false, err
+	}
+	var user *checkpoint.Node
+	if m := req.Message; m != nil {
+		if m.ID != uuid.Nil {
+			if prev := tree.Get(m.ID); prev != nil {
+				return s.retried(ctx, th, prev, req)
+			}
+		}
+		atts, err := s.attachments(ctx, caller, m.AttachmentIDs)
+		if err != nil {
+			return nil, false, err
+		}
+		user = &checkpoint.Node{ID: m.ID, ThreadID: threadID, Role: checkpoint.RoleUser, Content: m.Content, Attachments: atts}
+		if user.ID == uuid.Nil {
+			user.ID = uuid.New()
+		}
+	}
+	fork, err := tree.ResolveFork(checkpoint.ForkRequest{HasMessage: user != nil, ParentID: req.ParentID, SourceID: req.SourceID})
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return nil, false, ErrShuttingDown
+	}
+	now := s.now()
+	r := Run{
+		ID: uuid.New(), ThreadID: threadID, Status: RunRunning, ParentID: fork.AssistantParent,
+		MessageID: uuid.New(), Model: modelName, Config: req.Config, Owner: s.cfg.Owner,
+		LeaseUntil: now.Add(s.cfg.Lease), TreeSeq: th.LastSeq, CreatedAt: now,
+	}
+	if user != nil {
+		user.ParentID = fork.UserParent
+		user.CreatedAt = now
+		user.RunID = r.ID
+		user.Seq = th.LastSeq + 1
+		r.UserMessageID, r.ParentID, r.TreeSeq = user.ID, user.ID, user.Seq
+	}
+	first := Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
+	created, err := s.store.RunCreate(ctx, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}, first)
+	if err != nil {
+		if user != nil && req.Message.ID != uuid.Nil && errors.Is(err, checkpoint.ErrConflict) {
+			// A concurrent retry with the same message id won the race.
+			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
+				if t2, err2 := s.tree(ctx, th2); err2 == nil {
+					if prev := t2.Get(req.Message.ID); prev != nil {
+						return s.retried(ctx, th2, prev, req)
+					}
+				}
+			}
+		}
+		return nil, false, err
+	}
+	if user != nil {
+		if nt, err := tree.Append(*user); err == nil {
+			s.remember(threadID, nt)
+			tree = nt
+		}
+	}
+	th.LastSeq = created.TreeSeq
+	mreq, err := s.modelRequest(ctx, caller, tree, created, req.Config)
+	if err != nil {
+		// The run is durable; finish it as failed rather than leave it running.
+		mreq = ModelRequest{}
+		model = failingModel{err: err}
+	}
+	s.launch(th, created, tree, model, mreq)
+	return created, false, nil
+}
+
+// retried answers a retry of a message id that already exists: the same
+// content returns the run it started; anything else is a conflict.
+func (s *Service) retried(ctx context.Context, th *Thread, prev *checkpoint.Node, req RunRequest) (*Run, bool, error) {
+	same := prev.Role == checkpoint.RoleUser && prev.ParentID == req.ParentID &&
+		string(checkpoint.MarshalParts(prev.Content)) == string(checkpoint.MarshalParts(req.Message.Content))
+	if !same {
+		return nil, false, checkpoint.Errorf(checkpoint.EConflict, "message id %s already exists with other content or parent", prev.ID)
+	}
+	r, err := s.store.RunByUserMessage(ctx, th.ID, prev.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	return r, true, nil
+}
+
+func (s *Service) attachments(ctx context.Context, caller string, ids []uuid.UUID) ([]checkpoint.Attachment, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if s.atts == nil {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "attachments are not enabled")
+	}
+	out := make([]checkpoint.Attachment, 0, len(ids))
+	for _, id := range ids {
+		a, _, err := s.atts.AttachmentData(ctx, caller, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// modelRequest builds what the model sees: the system message, then the path
+// from the root to the message being answered, trimmed from the oldest end
+// to the model's context budget.
+func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *Run, cfg RunConfig) (ModelRequest, error) {
+	path := tree.Path(r.ParentID)
+	msgs := make([]ModelMessage, 0, len(path)+1)
+	for _, n := range path {
+		mm := ModelMessage{Role: n.Role, Parts: n.Content, Attachments: n.Attachments}
+		msgs = append(msgs, mm)
+	}
+	if budget := s.models.ContextBudget(r.Model); budget > 0 {
+		size := len(cfg.System)
+		keep := len(msgs)
+		for keep > 0 {
+			size += messageSize(msgs[keep-1])
+			if size > budget && keep < len(msgs) {
+				break
+			}
+			keep--
+		}
+		msgs = msgs[keep:]
+	}
+	if cfg.System != "" {
+		msgs = append([]ModelMessage{{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: cfg.System}}}}, msgs...)
+	}
+	if s.atts != nil {
+		for i := range msgs {
+			if err := s.inlineAttachments(ctx, caller, &msgs[i]); err != nil {
+				return ModelRequest{}, err
+			}
+		}
+	}
+	return ModelRequest{Messages: msgs, Temperature: cfg.Temperature, Call: r.TreeSeq}, nil
+}
+
+func messageSize(m ModelMessage) int {
+	n := 16
+	for _, p := range m.Parts {
+		n += len(p.Text) + len(p.Image)
+	}
+	return n
+}
+
+// inlineAttachments turns attachment references into what the model reads:
+// images as data: URL image parts, text files as text parts.
+func (s *Service) inlineAttachments(ctx context.Context, caller string, m *ModelMessage) error {
+	if len(m.Attachments) == 0 {
+		return nil
+	}
+	parts := append([]checkpoint.Part(nil), m.Parts...)
+	for _, a := range m.Attachments {
+		id, err := uuid.Parse(a.ID)
+		if err != nil {
+			continue
+		}
+		meta, data, err := s.atts.AttachmentData(ctx, caller, id)
+		if err != nil {
+			return fmt.Errorf("attachment %s: %w", a.ID, err)
+		}
+		if strings.HasPrefix(meta.ContentType, "image/") {
+			parts = append(parts, checkpoint.Part{Type: "image", Image: dataURL(meta.ContentType, data)})
+		} else {
+			parts = append(parts, checkpoint.Part{Type: "text", Text: fmt.Sprintf("[%s]\n%s", meta.Name, data)})
+		}
+	}
+	m.Parts = parts
+	return nil
+}
+
+type failingModel struct{ err error }
+
+func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) (ModelResult, error) {
+	return ModelResult{}, &ModelError{Code: EModelError, Message: checkpoint.ErrorMessage(f.err)}
+}
+
+// launch starts the run loop in the background.
+func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest) {
+	ctx, stop := context.WithCancel(context.Background())
+	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th}
+	s.mu.Lock()
+	s.runs[r.ID] = ar
+	s.runsDone.Add(1)
+	s.mu.Unlock()
+	first := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
+		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
+	s.hub.Publish(r.ID, first)
+	go func() {
+		defer s.runsDone.Done()
+		defer close(ar.done)
+		defer stop()
+		s.execute(ar, tree, model, req)
+		s.mu.Lock()
+		delete(s.runs, r.ID)
+		s.mu.Unlock()
+	}()
+}
+
+// logWriter group-commits a run's records: while one batch is being written
+// the next accumulates, so a fast model costs a few commits per run, not one
+// per token. Events are published only after their batch is durable.
+type logWriter struct {
+	s       *Service
+	run     *Run
+	mu      sync.Mutex
+	pending []Record
+	since   time.Time // when the oldest pending record was produced
+	all     []Record
+	err     error
+	kick    chan struct{}
+	done    chan struct{}
+}
+
+func newLogWriter(s *Service, r *Run, first Record) *logWriter {
+	w := &logWriter{s: s, run: r, all: []Record{first}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *logWriter) add(rec Record) {
+	w.mu.Lock()
+	if len(w.pending) == 0 {
+		w.since = time.Now()
+	}
+	w.pending = append(w.pending, rec)
+	w.all = append(w.all, rec)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *logWriter) loop() {
+	defer close(w.done)
+	for range w.kick {
+		w.mu.Lock()
+		if w.err != nil || len(w.pending) == 0 {
+			w.mu.Unlock()
+			continue
+		}
+		batch, since := w.pending, w.since
+		w.pending = nil
+		w.mu.Unlock()
+		if err := w.s.store.RunEventsAppend(context.Background(), w.run.ID, batch); err != nil {
+			w.mu.Lock()
+			w.err = err
+			w.pending = append(batch, w.pending...) // the final commit retries them
+			w.mu.Unlock()
+			continue
+		}
+		w.s.publish(w.run, batch, since)
+	}
+}
+
+// stop waits for the batch being written and returns what is not durable yet.
+func (w *logWriter) stop() []Record {
+	close(w.kick)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pending
+}
+
+func (s *Service) publish(r *Run, batch []Record, since time.Time) {
+	evs := make([]Event, len(batch))
+	tokens := 0
+	for i, rec := range batch {
+		evs[i] = Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, MessageID: r.MessageID, Text: rec.Text, Code: rec.Code}
+		if rec.Kind == KindToken {
+			tokens++
+		} else {
+			evs[i].MessageID = uuid.Nil
+		}
+	}
+	s.hub.Publish(r.ID, evs...)
+	if s.cfg.OnPublish != nil && tokens > 0 {
+		s.cfg.OnPublish(time.Since(since), tokens)
+	}
+}
+
+// execute runs the model, logs its tokens and writes the final state.
+func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest) {
+	r := ar.run
+	w := newLogWriter(s, r, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
+	seq := int64(1)
+	var text strings.Builder
+	res, err := model.Stream(ar.ctx, req, func(tok string) error {
+		if ar.ctx.Err() != nil {
+			return ar.ctx.Err()
+		}
+		seq++
+		text.WriteString(tok)
+		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
+		return nil
+	})
+	tail := w.stop()
+	all := w.all
+
+	status, st := RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}
+	var runErr *RunError
+	var me *ModelError
+	switch {
+	case ar.ctx.Err() != nil && ar.reason() != "":
+		status, st = RunCancelled, &checkpoint.Status{Type: "incomplete", Reason: "cancelled"}
+	case errors.As(err, &me):
+		status, runErr = RunFailed, &RunError{Code: me.Code, Message: me.Message}
+	case err != nil:
+		status, runErr = RunFailed, &RunError{Code: EModelError, Message: err.Error()}
+	case res.StopReason == "length":
+		st = &checkpoint.Status{Type: "incomplete", Reason: "length"}
+	}
+	if runErr != nil {
+		st = &checkpoint.Status{Type: "incomplete", Reason: "error", Error: runErr.Message}
+		seq++
+		errRec := Record{Seq: seq, Kind: KindError, Text: runErr.Message, Code: runErr.Code}
+		tail, all = append(tail, errRec), append(all, errRec)
+	}
+	var usage *Usage
+	if res.PromptTokens > 0 || res.CompletionTokens > 0 {
+		usage = &Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
+	}
+	modelName := r.Model
+	if res.Model != "" && res.Model != r.Model {
+		modelName = r.Model + " (" + res.Model + ")"
+	}
+	s.finish(r, tree, status, st, text.String(), all, tail, modelName, usage, runErr)
+	if status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1 {
+		s.autoTitle(r.ThreadID, tree)
+	}
+}
+
+// finish writes the assistant checkpoint and the compacted log, then
+// publishes what was not yet published and ends the run's subscriptions.
+func (s *Service) finish(r *Run, tree *checkpoint.Tree, status RunStatus, st *checkpoint.Status, text string,
+	all, tail []Record, model string, usage *Usage, runErr *RunError) {
+	asst := checkpoint.Node{
+		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+		Content: []checkpoint.Part{{Type: "text", Text: text}}, Status: st, RunID: r.ID, CreatedAt: r.CreatedAt,
+	}
+	final := Record{Seq: all[len(all)-1].Seq + 1, Kind: KindSnapshot, Status: status, TreeSeq: asst.Seq}
+	all = append(all, final)
+	tail = append(tail, final)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.store.RunFinish(ctx, RunFinish{Run: r, Status: status, Assistant: asst, Records: all, Model: model, Usage: usage, Error: runErr})
+	if err != nil {
+		// Nothing more is published: the lease lapses and recovery ends the
+		// run from its durable log.
+		s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+		s.hub.End(r.ID)
+		return
+	}
+	nt, err := tree.Append(asst)
+	if err == nil {
+		s.remember(r.ThreadID, nt)
+		tree = nt
+	}
+	events := make([]Event, 0, len(tail))
+	for _, rec := range tail {
+		if rec.Kind == KindSnapshot {
+			events = append(events, Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq,
+				Snapshot: &Snapshot{ThreadID: r.ThreadID, RunStatus: status, Tree: tree, Head: r.MessageID}})
+			continue
+		}
+		ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Text: rec.Text, Code: rec.Code}
+		if rec.Kind == KindToken {
+			ev.MessageID = r.MessageID
+		}
+		events = append(events, ev)
+	}
+	s.hub.Publish(r.ID, events...)
+	s.hub.End(r.ID)
+	if s.cfg.OnRunEnd != nil {
+		s.cfg.OnRunEnd(status)
+	}
+	s.log.Info("run ended", "run_id", r.ID, "thread_id", r.ThreadID, "status", status, "events", final.Seq)
+}
+
+// autoTitle names an untitled thread after its first exchange from the first
+// words of the first user message.
+func (s *Service) autoTitle(threadID uuid.UUID, tree *checkpoint.Tree) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	th, err := s.store.ThreadGet(ctx, "", threadID)
+	if err != nil || th.Title != nil || tree.Len() == 0 {
+		return
+	}
+	title := TitleFrom(tree.Nodes()[0].Text())
+	if title == "" {
+		return
+	}
+	if _, err := s.store.ThreadUpdate(ctx, th.Caller, threadID, ThreadUpdate{Title: &title}); err != nil {
+		s.log.Warn("auto title", "thread_id", threadID, "err", err)
+	}
+}
+
+// TitleFrom returns the first words of text, at most 60 characters.
+func TitleFrom(text string) string {
+	words := strings.Fields(text)
+	var b strings.Builder
+	for _, w := range words {
+		if b.Len()+len(w)+1 > 60 {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	if b.Len() == 0 && len(words) > 0 {
+		r := []rune(words[0])
+		return string(r[:min(len(r), 60)])
+	}
+	return b.String()
+}
+
+// Run renews this process's run leases and recovers runs whose owner died,
+// until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.Lease / 3)
+	defer tick.Stop()
+	s.Recover(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cancels, err := s.store.RunLeaseRenew(ctx, s.cfg.Owner, s.now().Add(s.cfg.Lease))
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("renew run leases", "err", err)
+		}
+		for _, id := range cancels {
+			s.cancelLocal(id, RunCancelled)
+		}
+		s.Recover(ctx)
+	}
+}
+
+// Recover ends every run whose lease expired: its reply is written as
+// incomplete/other with the text its log holds, and its log ends with an
+// interrupted snapshot. It returns how many runs it recovered.
+func (s *Service) Recover(ctx context.Context) int {
+	n := 0
+	for {
+		now := s.now()
+		runs, err := s.store.RunClaimExpired(ctx, s.cfg.Owner, now, now.Add(s.cfg.Lease), 16)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("claim expired runs", "err", err)
+			}
+			return n
+		}
+		if len(runs) == 0 {
+			return n
+		}
+		for _, r := range runs {
+			if err := s.recoverRun(ctx, r); err != nil {
+				s.log.Error("recover run", "run_id", r.ID, "err", err)
+				continue
+			}
+			n++
+		}
+	}
+}
+
+func (s *Service) recoverRun(ctx context.Context, r *Run) error {
+	recs, err := s.store.RunEventsAfter(ctx, r.ID, 0)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		recs = []Record{{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}}
+	}
+	th, err := s.store.ThreadGet(ctx, "", r.ThreadID)
+	if err != nil {
+		return err
+	}
+	tree, err := s.tree(ctx, th)
+	if err != nil {
+		return err
+	}
+	text, _ := foldTokens(recs)
+	st := &checkpoint.Status{Type: "incomplete", Reason: "other"}
+	s.finish(r, tree.Upto(r.TreeSeq), RunInterrupted, st, text, recs, nil, r.Model, nil, nil)
+	s.log.Warn("recovered interrupted run", "run_id", r.ID, "thread_id", r.ThreadID, "tokens_kept", len(text))
+	return nil
+}
+
+// Shutdown stops new runs, lets running ones finish until ctx ends, then
+// cancels the rest and waits for their final writes.
+func (s *Service) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.runsDone.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for _, ar := range s.runs {
+		ar.cancel(RunCancelled)
+	}
+	s.mu.Unlock()
+	<-done
+}
+
+// ActiveRuns returns how many runs this process owns.
+func (s *Service) ActiveRuns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.runs)
+}
+
+func dataURL(contentType string, data []byte) string {
+	return "data:" + contentType + ";base64," + base64.StdEncoding.EncodeToString(data)
+}

@@ -1,0 +1,504 @@
+package thread
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+)
+
+// Config tunes a Service. Zero values take the defaults in parentheses.
+type Config struct {
+	// Owner names this process in run leases (a random id).
+	Owner string
+	// Lease is how long a run stays owned without renewal (15s).
+	Lease time.Duration
+	// TreeCache is how many thread trees stay in memory (1024).
+	TreeCache int
+	// Now is the clock (time.Now), truncated to microseconds as Postgres stores it.
+	Now func() time.Time
+	// Logger receives run lifecycle logs (slog.Default).
+	Logger *slog.Logger
+	// OnPublish, when set, is told how long each published batch of tokens
+	// waited between the model producing its first token and its publication.
+	OnPublish func(oldest time.Duration, tokens int)
+	// OnRunEnd, when set, is told the final status of every run.
+	OnRunEnd func(status RunStatus)
+}
+
+// Service is the thread and run API over a Store, a Hub and Models.
+type Service struct {
+	store  Store
+	hub    Hub
+	models Models
+	atts   Attachments
+	cfg    Config
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	trees    map[uuid.UUID]*checkpoint.Tree
+	runs     map[uuid.UUID]*activeRun
+	closing  bool
+	runsDone sync.WaitGroup
+}
+
+// Attachments loads attachment bytes for the model. It may be nil.
+type Attachments interface {
+	// AttachmentData returns the content type and bytes; not_found for
+	// another caller's or an unknown attachment.
+	AttachmentData(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Attachment, []byte, error)
+}
+
+// New returns a Service. Call Run to start lease renewal and recovery.
+func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Service {
+	if cfg.Owner == "" {
+		cfg.Owner = uuid.NewString()
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Second
+	}
+	if cfg.TreeCache <= 0 {
+		cfg.TreeCache = 1024
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
+		trees: make(map[uuid.UUID]*checkpoint.Tree), runs: make(map[uuid.UUID]*activeRun)}
+}
+
+// Models returns the model registry.
+func (s *Service) Models() Models { return s.models }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// CreateThread creates a thread for caller; id uuid.Nil picks one. It
+// returns the existing thread and false when the id is the caller's already,
+// conflict when it is someone else's.
+func (s *Service) CreateThread(ctx context.Context, caller string, id uuid.UUID, metadata json.RawMessage) (*Thread, bool, error) {
+	if id == uuid.Nil {
+		id = uuid.New()
+	}
+	now := s.now()
+	t := &Thread{ID: id, Caller: caller, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
+	return s.store.ThreadCreate(ctx, t)
+}
+
+// GetThread returns not_found for unknown or foreign threads.
+func (s *Service) GetThread(ctx context.Context, caller string, id uuid.UUID) (*Thread, error) {
+	return s.store.ThreadGet(ctx, caller, id)
+}
+
+// ListThreads returns a page of threads, most recently updated first, and
+// the cursor of the next page ("" at the end). A malformed cursor is
+// invalid_request.
+func (s *Service) ListThreads(ctx context.Context, caller string, limit int, cursor string) ([]*Thread, string, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	if limit > 100 {
+		return nil, "", checkpoint.Errorf(checkpoint.EInvalid, "limit must be between 1 and 100, got %d", limit)
+	}
+	var after *ThreadCursor
+	if cursor != "" {
+		c, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		after = c
+	}
+	ts, err := s.store.ThreadList(ctx, caller, limit+1, after)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(ts) > limit {
+		ts = ts[:limit]
+		last := ts[len(ts)-1]
+		next = encodeCursor(ThreadCursor{UpdatedAt: last.UpdatedAt, ID: last.ID})
+	}
+	return ts, next, nil
+}
+
+func encodeCursor(c ThreadCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.UpdatedAt.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
+}
+
+func decodeCursor(s string) (*ThreadCursor, error) {
+	bad := checkpoint.Errorf(checkpoint.EInvalid, "cursor %q is not a cursor this service returned", s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	ts, id, ok := strings.Cut(string(b), "|")
+	if !ok {
+		return nil, bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, bad
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil, bad
+	}
+	return &ThreadCursor{UpdatedAt: t, ID: u}, nil
+}
+
+// UpdateThread applies a PATCH; not_found for unknown or foreign threads.
+func (s *Service) UpdateThread(ctx context.Context, caller string, id uuid.UUID, u ThreadUpdate) (*Thread, error) {
+	return s.store.ThreadUpdate(ctx, caller, id, u)
+}
+
+// DeleteThread cancels the thread's local run, then deletes the thread and
+// everything in it; not_found for unknown or foreign threads.
+func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID) error {
+	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	var waits []*activeRun
+	for _, ar := range s.runs {
+		if ar.run.ThreadID == id {
+			ar.cancel(RunCancelled)
+			waits = append(waits, ar)
+		}
+	}
+	s.mu.Unlock()
+	for _, ar := range waits {
+		select {
+		case <-ar.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.trees, id)
+	s.mu.Unlock()
+	return nil
+}
+
+// tree returns the thread's checkpoint tree, reading from the store only the
+// checkpoints the cache does not have yet.
+func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error) {
+	s.mu.Lock()
+	t := s.trees[th.ID]
+	s.mu.Unlock()
+	if t != nil && (t.Len() > 0 && t.Nodes()[0].ThreadID != th.ID || t.LastSeq() > th.LastSeq) {
+		t = nil // a deleted and recreated thread
+	}
+	if t == nil {
+		t = &checkpoint.Tree{}
+	}
+	if t.LastSeq() == th.LastSeq && t.Len() == int(th.LastSeq) {
+		return t, nil
+	}
+	nodes, err := s.store.CheckpointsAfter(ctx, th.ID, t.LastSeq())
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoints: %w", err)
+	}
+	nt, err := t.Append(nodes...)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoints: %w", err)
+	}
+	s.remember(th.ID, nt)
+	return nt, nil
+}
+
+func (s *Service) remember(id uuid.UUID, t *checkpoint.Tree) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.trees[id]; old != nil && old.LastSeq() > t.LastSeq() {
+		return
+	}
+	if _, ok := s.trees[id]; !ok && len(s.trees) >= s.cfg.TreeCache {
+		for k := range s.trees { // evict an arbitrary entry
+			delete(s.trees, k)
+			break
+		}
+	}
+	s.trees[id] = t
+}
+
+// Checkpoints returns the thread's whole checkpoint tree; not_found for
+// unknown or foreign threads.
+func (s *Service) Checkpoints(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Tree, error) {
+	th, err := s.store.ThreadGet(ctx, caller, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.tree(ctx, th)
+}
+
+// SetHead remembers the branch the client shows. The message must be in the
+// thread (or be its running reply): not_found otherwise.
+func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid.UUID) error {
+	th, err := s.store.ThreadGet(ctx, caller, id)
+	if err != nil {
+		return err
+	}
+	t, err := s.tree(ctx, th)
+	if err != nil {
+		return err
+	}
+	if t.Get(messageID) == nil {
+		r, err := s.store.RunActive(ctx, id)
+		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return err
+		}
+		if r == nil || r.MessageID != messageID {
+			return checkpoint.Errorf(checkpoint.ENotFound, "message %s not found in thread %s", messageID, id)
+		}
+	}
+	return s.store.ThreadSetHead(ctx, caller, id, messageID)
+}
+
+// Snapshot returns the thread as the client shows it: the whole tree, the
+// path to the head and the active run with the text it has durably streamed.
+// not_found for unknown or foreign threads.
+func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*ThreadSnapshot, error) {
+	for attempt := 0; ; attempt++ {
+		th, err := s.store.ThreadGet(ctx, caller, id)
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.tree(ctx, th)
+		if err != nil {
+			return nil, err
+		}
+		snap := &ThreadSnapshot{Snapshot: Snapshot{ThreadID: id, Tree: t, Head: th.HeadID}}
+		r, err := s.store.RunActive(ctx, id)
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			return snap, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		recs, err := s.store.RunEventsAfter(ctx, r.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		if n := len(recs); n > 0 && recs[n-1].Kind == KindSnapshot && recs[n-1].Status.Done() {
+			if attempt < 3 {
+				continue // it ended between the reads; read again
+			}
+		}
+		text, last := foldTokens(recs)
+		snap.Running = runningNode(r, text)
+		snap.ActiveRun = &ActiveRun{RunID: r.ID, MessageID: r.MessageID, Sequence: last}
+		return snap, nil
+	}
+}
+
+func foldTokens(recs []Record) (string, int64) {
+	var b strings.Builder
+	var last int64
+	for _, r := range recs {
+		if r.Kind == KindToken {
+			b.WriteString(r.Text)
+		}
+		last = r.Seq
+	}
+	return b.String(), last
+}
+
+func runningNode(r *Run, text string) *checkpoint.Node {
+	return &checkpoint.Node{
+		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
+		Content: []checkpoint.Part{{Type: "text", Text: text}}, Status: &checkpoint.Status{Type: "running"},
+		RunID: r.ID, CreatedAt: r.CreatedAt, Running: true,
+	}
+}
+
+// GetRun returns the run; not_found for unknown runs or foreign threads.
+func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*Run, error) {
+	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
+		return nil, err
+	}
+	return s.store.RunGet(ctx, threadID, runID)
+}
+
+// CancelRun stops a run, here or in the process that owns it. Cancelling a
+// run that already ended does nothing. not_found for unknown runs.
+func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID uuid.UUID) error {
+	r, err := s.GetRun(ctx, caller, threadID, runID)
+	if err != nil {
+		return err
+	}
+	if r.Status.Done() {
+		return nil
+	}
+	if s.cancelLocal(runID, RunCancelled) {
+		return nil
+	}
+	if err := s.store.RunRequestCancel(ctx, runID); err != nil && !errors.Is(err, checkpoint.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) cancelLocal(runID uuid.UUID, why RunStatus) bool {
+	s.mu.Lock()
+	ar := s.runs[runID]
+	s.mu.Unlock()
+	if ar == nil {
+		return false
+	}
+	ar.cancel(why)
+	return true
+}
+
+// Follow calls fn with every event of the run after sequence after, first
+// from the durable log, then live, until the run's final snapshot or ctx
+// ends. It works for finished runs too. A subscriber that falls behind
+// catches up from the log. not_found for unknown runs or foreign threads.
+func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(Event) error) error {
+	th, err := s.store.ThreadGet(ctx, caller, threadID)
+	if err != nil {
+		return err
+	}
+	r, err := s.store.RunGet(ctx, threadID, runID)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, th, r, after, fn)
+}
+
+func (s *Service) follow(ctx context.Context, th *Thread, r *Run, after int64, fn func(Event) error) error {
+	last := after
+	var tree *checkpoint.Tree
+	emit := func(ev Event) (bool, error) {
+		if ev.Sequence <= last {
+			return false, nil
+		}
+		last = ev.Sequence
+		return ev.Final(), fn(ev)
+	}
+	// catchUp replays the log after last; it reports whether the run ended.
+	catchUp := func() (bool, error) {
+		recs, err := s.store.RunEventsAfter(ctx, r.ID, last)
+		if err != nil {
+			return false, err
+		}
+		if len(recs) == 0 {
+			return false, nil
+		}
+		// text is the running message before each record. We only log a
+		// running snapshot as a run's first event, but stay exact if a
+		// later one appears by folding the earlier tokens first.
+		var text string
+		if recs[0].Seq > 1 && hasRunningSnapshot(recs) {
+			prior, err := s.store.RunEventsAfter(ctx, r.ID, 0)
+			if err != nil {
+				return false, err
+			}
+			text, _ = foldTokens(prior[:recs[0].Seq-1])
+		}
+		for _, rec := range recs {
+			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
+				th2, err := s.store.ThreadGet(ctx, th.Caller, th.ID)
+				if err != nil {
+					return false, err
+				}
+				if tree, err = s.tree(ctx, th2); err != nil {
+					return false, err
+				}
+			}
+			ev := s.event(r, rec, tree, text)
+			if rec.Kind == KindToken {
+				text += rec.Text
+			}
+			done, err := emit(ev)
+			if err != nil || done {
+				return done, err
+			}
+		}
+		return false, nil
+	}
+	for {
+		sub := s.hub.Subscribe(r.ID)
+		done, err := catchUp()
+		if err != nil || done {
+			sub.Close()
+			return err
+		}
+		idle := time.NewTimer(time.Second)
+	live:
+		for {
+			select {
+			case <-ctx.Done():
+				sub.Close()
+				idle.Stop()
+				return ctx.Err()
+			case ev, ok := <-sub.C():
+				if !ok {
+					break live // lagged or ended: the log has the rest
+				}
+				if ev.Sequence > last+1 {
+					sub.Close()
+					break live
+				}
+				done, err := emit(ev)
+				if err != nil || done {
+					sub.Close()
+					idle.Stop()
+					return err
+				}
+			case <-idle.C:
+				// Quiet for a while: the run may be owned by another process
+				// or recovered; poll the log.
+				sub.Close()
+				break live
+			}
+			if !idle.Stop() {
+				select {
+				case <-idle.C:
+				default:
+				}
+			}
+			idle.Reset(time.Second)
+		}
+		idle.Stop()
+	}
+}
+
+// event rebuilds a stream event from its log record.
+func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, runningText string) Event {
+	ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq}
+	switch rec.Kind {
+	case KindToken:
+		ev.MessageID, ev.Text = r.MessageID, rec.Text
+	case KindError:
+		ev.Text, ev.Code = rec.Text, rec.Code
+	case KindSnapshot:
+		snap := &Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
+		if !rec.Status.Done() {
+			snap.Running = runningNode(r, runningText)
+		}
+		ev.Snapshot = snap
+	}
+	return ev
+}
+
+func hasRunningSnapshot(recs []Record) bool {
+	for _, r := range recs {
+		if r.Kind == KindSnapshot && !r.Status.Done() {
+			return true
+		}
+	}
+	return false
+}

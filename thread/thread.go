@@ -1,0 +1,242 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/stream"
+)
+
+// Thread is one conversation. Its row is mutable (title, metadata, head);
+// its messages are immutable checkpoints.
+type Thread struct {
+	ID        uuid.UUID
+	Caller    string
+	Title     *string
+	Metadata  json.RawMessage
+	HeadID    uuid.UUID // uuid.Nil: the newest leaf
+	LastSeq   int64     // Seq of the newest checkpoint
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// MarshalJSON writes the API.md thread shape.
+func (t *Thread) MarshalJSON() ([]byte, error) {
+	md := t.Metadata
+	if len(md) == 0 {
+		md = json.RawMessage(`{}`)
+	}
+	return json.Marshal(struct {
+		ID        uuid.UUID       `json:"thread_id"`
+		Title     *string         `json:"title"`
+		CreatedAt time.Time       `json:"created_at"`
+		UpdatedAt time.Time       `json:"updated_at"`
+		Metadata  json.RawMessage `json:"metadata"`
+	}{t.ID, t.Title, t.CreatedAt.UTC(), t.UpdatedAt.UTC(), md})
+}
+
+// ThreadUpdate is a PATCH: nil fields are left as they are.
+type ThreadUpdate struct {
+	Title    *string
+	Metadata json.RawMessage
+}
+
+// ThreadCursor is a keyset position in a caller's thread list.
+type ThreadCursor struct {
+	UpdatedAt time.Time
+	ID        uuid.UUID
+}
+
+// RunStatus is a run's lifecycle state.
+type RunStatus string
+
+const (
+	RunRunning     RunStatus = "running"
+	RunSucceeded   RunStatus = "succeeded"
+	RunFailed      RunStatus = "failed"
+	RunCancelled   RunStatus = "cancelled"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// Done reports whether the status is final.
+func (s RunStatus) Done() bool { return s != RunRunning && s != "" }
+
+// RunConfig is the request's run_config.
+type RunConfig struct {
+	Model       string          `json:"model,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	System      string          `json:"system,omitempty"`
+	Custom      json.RawMessage `json:"custom,omitempty"`
+}
+
+// Usage is what the provider reported.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Run is one model invocation on a thread.
+type Run struct {
+	ID            uuid.UUID
+	ThreadID      uuid.UUID
+	Status        RunStatus
+	UserMessageID uuid.UUID // the user message the run appended; uuid.Nil for a regenerate
+	ParentID      uuid.UUID // the user message the reply answers
+	MessageID     uuid.UUID // the assistant message
+	Model         string
+	Config        RunConfig
+	Usage         *Usage
+	Error         *RunError
+	Owner         string
+	LeaseUntil    time.Time
+	TreeSeq       int64 // the thread's last checkpoint Seq when the run started
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
+	// LastSequence is the last durable event sequence (filled by RunGet).
+	LastSequence int64
+}
+
+// MarshalJSON writes the run resource.
+func (r *Run) MarshalJSON() ([]byte, error) {
+	type out struct {
+		ID            uuid.UUID  `json:"run_id"`
+		ThreadID      uuid.UUID  `json:"thread_id"`
+		Status        RunStatus  `json:"status"`
+		UserMessageID *uuid.UUID `json:"user_message_id"`
+		ParentID      uuid.UUID  `json:"parent_message_id"`
+		MessageID     uuid.UUID  `json:"message_id"`
+		Model         string     `json:"model"`
+		Config        RunConfig  `json:"run_config"`
+		Usage         *Usage     `json:"usage"`
+		Error         *RunError  `json:"error"`
+		CreatedAt     time.Time  `json:"created_at"`
+		FinishedAt    *time.Time `json:"finished_at"`
+		DurationMS    *float64   `json:"duration_ms"`
+		LastSequence  int64      `json:"last_sequence"`
+	}
+	o := out{ID: r.ID, ThreadID: r.ThreadID, Status: r.Status, ParentID: r.ParentID, MessageID: r.MessageID,
+		Model: r.Model, Config: r.Config, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), LastSequence: r.LastSequence}
+	if r.UserMessageID != uuid.Nil {
+		u := r.UserMessageID
+		o.UserMessageID = &u
+	}
+	if r.FinishedAt != nil {
+		f := r.FinishedAt.UTC()
+		o.FinishedAt = &f
+		d := float64(f.Sub(r.CreatedAt).Microseconds()) / 1000
+		o.DurationMS = &d
+	}
+	return json.Marshal(o)
+}
+
+// Record kinds in the event log.
+const (
+	KindSnapshot = "snapshot"
+	KindToken    = "token"
+	KindError    = "error"
+)
+
+// Record is one event as the log stores it: small, with no tree in it. A
+// snapshot record names the tree by TreeSeq, the thread's last checkpoint
+// Seq it showed, so it can be rebuilt exactly from immutable checkpoints.
+type Record struct {
+	Seq     int64
+	Kind    string
+	Text    string    // token text, or error message
+	Code    string    // error code
+	Status  RunStatus // snapshot
+	TreeSeq int64     // snapshot
+}
+
+// RunCreate is what the store writes atomically to start a run.
+type RunCreate struct {
+	Caller string
+	Thread uuid.UUID
+	// User is the new user message, or nil for a regenerate. Its Seq is
+	// filled by the store.
+	User *checkpoint.Node
+	Run  Run
+}
+
+// RunFinish is what the store writes atomically when a run ends: the
+// assistant checkpoint, the run's whole log (compacted) and its final state.
+type RunFinish struct {
+	Run       *Run
+	Status    RunStatus
+	Assistant checkpoint.Node // Seq must be Run.TreeSeq+1
+	Records   []Record        // every event of the run, sequence 1..n
+	Model     string
+	Usage     *Usage
+	Error     *RunError
+}
+
+// Store persists threads, checkpoints, runs and run event logs. Every method
+// returns *checkpoint.Error values for domain failures: not_found for an
+// unknown or foreign thread, run or message; conflict for a reused id;
+// run_in_progress when a thread already has a running run. Other errors are
+// infrastructure failures.
+type Store interface {
+	// ThreadCreate inserts t. It returns the existing thread and false if
+	// the id exists for the same caller, conflict if it exists for another.
+	ThreadCreate(ctx context.Context, t *Thread) (*Thread, bool, error)
+	// ThreadGet returns not_found for an unknown id or another caller's thread.
+	ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*Thread, error)
+	// ThreadList returns up to limit threads, most recently updated first,
+	// after the cursor (nil: from the start).
+	ThreadList(ctx context.Context, caller string, limit int, after *ThreadCursor) ([]*Thread, error)
+	// ThreadUpdate applies a PATCH; not_found as ThreadGet.
+	ThreadUpdate(ctx context.Context, caller string, id uuid.UUID, u ThreadUpdate) (*Thread, error)
+	// ThreadDelete removes the thread and everything in it; not_found as ThreadGet.
+	ThreadDelete(ctx context.Context, caller string, id uuid.UUID) error
+	// ThreadSetHead stores the client's branch; not_found as ThreadGet.
+	ThreadSetHead(ctx context.Context, caller string, id, head uuid.UUID) error
+	// CheckpointsAfter returns the thread's checkpoints with Seq > after, in Seq order.
+	CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error)
+
+	// RunCreate creates the thread when it does not exist, appends the user
+	// message, inserts the running run and its first log record (a snapshot
+	// at the new tree), and points the thread's head at the assistant
+	// message, in one transaction. run_in_progress names the active run;
+	// conflict when the user message id already exists.
+	RunCreate(ctx context.Context, in RunCreate, first Record) (*Run, error)
+	// RunGet returns the run with its last durable sequence; not_found.
+	RunGet(ctx context.Context, threadID, runID uuid.UUID) (*Run, error)
+	// RunByUserMessage returns the run that appended the user message; not_found.
+	RunByUserMessage(ctx context.Context, threadID, messageID uuid.UUID) (*Run, error)
+	// RunActive returns the thread's running run, or not_found.
+	RunActive(ctx context.Context, threadID uuid.UUID) (*Run, error)
+	// RunEventsAppend durably appends consecutive records to a running run's log.
+	RunEventsAppend(ctx context.Context, runID uuid.UUID, recs []Record) error
+	// RunEventsAfter returns the logged records with Seq > after, in order.
+	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
+	// RunFinish ends a running run; conflict if it is not running any more.
+	RunFinish(ctx context.Context, in RunFinish) error
+	// RunLeaseRenew extends the leases of the owner's running runs and
+	// returns those whose cancel was requested elsewhere.
+	RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error)
+	// RunRequestCancel flags a running run for its owner to cancel; conflict
+	// when it is no longer running.
+	RunRequestCancel(ctx context.Context, runID uuid.UUID) error
+	// RunClaimExpired takes over up to limit running runs whose lease ended
+	// before now, setting owner and lease, and returns them.
+	RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*Run, error)
+}
+
+// Hub fans run events out to live subscribers. Publish never blocks; a
+// subscriber that falls behind is dropped (its channel closes with Lagged
+// true) and catches up from the log.
+type Hub interface {
+	Publish(runID uuid.UUID, events ...Event)
+	Subscribe(runID uuid.UUID) stream.Subscription[Event]
+	// End closes every subscription of the run.
+	End(runID uuid.UUID)
+}
