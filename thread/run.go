@@ -289,6 +289,7 @@ func (s *Service) inlineAttachments(ctx context.Context, caller string, m *Model
 		}
 	}
 	m.Parts = parts
+	m.Attachments = nil // inlined above
 	return nil
 }
 

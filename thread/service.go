@@ -365,28 +365,36 @@ func (s *Service) cancelLocal(runID uuid.UUID, why RunStatus) bool {
 // Follow calls fn with every event of the run after sequence after, first
 // from the durable log, then live, until the run's final snapshot or ctx
 // ends. It works for finished runs too. A subscriber that falls behind
-// catches up from the log. not_found for unknown runs or foreign threads.
-func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(Event) error) error {
-	th, err := s.store.ThreadGet(ctx, caller, threadID)
-	if err != nil {
+// catches up from the log. more tells fn that another event is ready at
+// once, so a writer can batch its flushes. not_found for unknown runs or
+// foreign threads.
+func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev Event, more bool) error) error {
+	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return err
 	}
 	r, err := s.store.RunGet(ctx, threadID, runID)
 	if err != nil {
 		return err
 	}
-	return s.follow(ctx, th, r, after, fn)
+	return s.follow(ctx, caller, r, after, fn)
 }
 
-func (s *Service) follow(ctx context.Context, th *Thread, r *Run, after int64, fn func(Event) error) error {
+// FollowRun is Follow for a run the caller already holds (from StartRun or
+// GetRun), saving the look-ups.
+func (s *Service) FollowRun(ctx context.Context, caller string, r *Run, after int64, fn func(ev Event, more bool) error) error {
+	return s.follow(ctx, caller, r, after, fn)
+}
+
+func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64, fn func(Event, bool) error) error {
 	last := after
 	var tree *checkpoint.Tree
-	emit := func(ev Event) (bool, error) {
+	emit := func(ev Event, more bool) (bool, error) {
 		if ev.Sequence <= last {
 			return false, nil
 		}
 		last = ev.Sequence
-		return ev.Final(), fn(ev)
+		final := ev.Final()
+		return final, fn(ev, more && !final)
 	}
 	// catchUp replays the log after last; it reports whether the run ended.
 	catchUp := func() (bool, error) {
@@ -408,9 +416,9 @@ func (s *Service) follow(ctx context.Context, th *Thread, r *Run, after int64, f
 			}
 			text, _ = foldTokens(prior[:recs[0].Seq-1])
 		}
-		for _, rec := range recs {
+		for i, rec := range recs {
 			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
-				th2, err := s.store.ThreadGet(ctx, th.Caller, th.ID)
+				th2, err := s.store.ThreadGet(ctx, caller, r.ThreadID)
 				if err != nil {
 					return false, err
 				}
@@ -422,7 +430,7 @@ func (s *Service) follow(ctx context.Context, th *Thread, r *Run, after int64, f
 			if rec.Kind == KindToken {
 				text += rec.Text
 			}
-			done, err := emit(ev)
+			done, err := emit(ev, i < len(recs)-1)
 			if err != nil || done {
 				return done, err
 			}
@@ -452,7 +460,7 @@ func (s *Service) follow(ctx context.Context, th *Thread, r *Run, after int64, f
 					sub.Close()
 					break live
 				}
-				done, err := emit(ev)
+				done, err := emit(ev, len(sub.C()) > 0)
 				if err != nil || done {
 					sub.Close()
 					idle.Stop()

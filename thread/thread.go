@@ -240,3 +240,32 @@ type Hub interface {
 	// End closes every subscription of the run.
 	End(runID uuid.UUID)
 }
+
+// File is an uploaded attachment with its bytes.
+type File struct {
+	ID          uuid.UUID
+	Caller      string
+	Name        string
+	ContentType string
+	Size        int64
+	Data        []byte
+	CreatedAt   time.Time
+}
+
+// Wire returns the attachment as a user message carries it.
+func (f *File) Wire() checkpoint.Attachment {
+	a := checkpoint.Attachment{ID: f.ID.String(), Type: "file", Name: f.Name, ContentType: f.ContentType, Size: f.Size,
+		URL: "/api/v1/attachments/" + f.ID.String()}
+	switch {
+	case len(f.ContentType) > 6 && f.ContentType[:6] == "image/":
+		a.Type = "image"
+		a.Content = []checkpoint.Part{{Type: "image", Image: a.URL}}
+	case len(f.ContentType) > 5 && f.ContentType[:5] == "text/", f.ContentType == "application/json":
+		a.Type = "document"
+		a.Content = []checkpoint.Part{{Type: "text", Text: string(f.Data)}}
+	default:
+		a.Content = []checkpoint.Part{}
+	}
+	a.Status.Type = "complete"
+	return a
+}

@@ -1,0 +1,325 @@
+// Package api owns HTTP: the echo routes of the wire contract, request
+// decoding and limits, callers and their API keys, the one table that maps
+// domain error codes to statuses, NDJSON streaming, health and metrics.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+// Config tunes the HTTP layer. Zero values take the defaults in parentheses.
+type Config struct {
+	// APIKeys maps bearer keys to caller ids; empty turns authentication off
+	// and every request is the caller "local".
+	APIKeys map[string]string
+	// MaxBody limits JSON request bodies (1 MiB).
+	MaxBody int64
+	// MaxMessage limits one message's text (256 KiB).
+	MaxMessage int
+	// RateLimit is requests per second per caller (0: off), with a burst of
+	// twice that.
+	RateLimit float64
+	// Logger receives one JSON line per request (slog.Default).
+	Logger *slog.Logger
+	// Registry collects metrics (a new registry).
+	Registry *prometheus.Registry
+	// Ready reports whether dependencies answer, for /readyz.
+	Ready func(context.Context) error
+	// Attachments, when set, serves /attachments.
+	Attachments AttachmentStore
+	// MaxAttachment limits one upload (10 MiB); AttachmentTypes lists the
+	// accepted content types (images, text, PDF and JSON).
+	MaxAttachment   int64
+	AttachmentTypes []string
+}
+
+// Server is the HTTP API.
+type Server struct {
+	echo    *echo.Echo
+	svc     *thread.Service
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// codes maps domain error codes to HTTP statuses: the one place that does.
+var codes = map[string]int{
+	checkpoint.EInvalid:         http.StatusBadRequest,
+	checkpoint.EUnauthenticated: http.StatusUnauthorized,
+	checkpoint.ENotFound:        http.StatusNotFound,
+	checkpoint.EConflict:        http.StatusConflict,
+	checkpoint.ERunInProgress:   http.StatusConflict,
+	checkpoint.ETooLarge:        http.StatusRequestEntityTooLarge,
+	checkpoint.EUnsupported:     http.StatusUnsupportedMediaType,
+	checkpoint.EInvalidFork:     http.StatusUnprocessableEntity,
+	checkpoint.ERateLimited:     http.StatusTooManyRequests,
+	"method_not_allowed":        http.StatusMethodNotAllowed,
+	"unavailable":               http.StatusServiceUnavailable,
+	checkpoint.EInternal:        http.StatusInternalServerError,
+}
+
+// New builds the server and its routes.
+func New(svc *thread.Service, cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = 256 << 10
+	}
+	if cfg.MaxAttachment <= 0 {
+		cfg.MaxAttachment = 10 << 20
+	}
+	if len(cfg.AttachmentTypes) == 0 {
+		cfg.AttachmentTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "text/markdown", "text/csv", "application/pdf", "application/json"}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	s := &Server{echo: e, svc: svc, cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry)}
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.observe)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.ready)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	e.GET("/api/v1/openapi.json", serveOpenAPI)
+
+	v1 := e.Group("/api/v1", s.authenticate)
+	if cfg.RateLimit > 0 {
+		v1.Use(middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+			Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+				Rate: rate.Limit(cfg.RateLimit), Burst: int(2*cfg.RateLimit) + 1, ExpiresIn: 3 * time.Minute}),
+			IdentifierExtractor: func(c echo.Context) (string, error) { return caller(c), nil },
+			DenyHandler: func(c echo.Context, _ string, _ error) error {
+				return checkpoint.Errorf(checkpoint.ERateLimited, "too many requests for this caller; retry in a second")
+			},
+		}))
+	}
+	v1.POST("/threads", s.createThread)
+	v1.GET("/threads", s.listThreads)
+	v1.GET("/threads/:thread_id", s.getThread)
+	v1.PATCH("/threads/:thread_id", s.patchThread)
+	v1.DELETE("/threads/:thread_id", s.deleteThread)
+	v1.GET("/threads/:thread_id/messages", s.getMessages)
+	v1.PUT("/threads/:thread_id/head", s.putHead)
+	v1.GET("/threads/:thread_id/checkpoints", s.getCheckpoints)
+	v1.POST("/threads/:thread_id/runs/stream", s.startRun)
+	v1.GET("/threads/:thread_id/runs/:run_id/stream", s.rejoinRun)
+	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun)
+	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun)
+	v1.GET("/models", s.listModels)
+	if cfg.Attachments != nil {
+		v1.POST("/attachments", s.uploadAttachment)
+		v1.GET("/attachments/:id", s.getAttachment)
+	}
+	return s
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Routes lists the registered method and path pairs.
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
+
+// Metrics returns hooks for the thread service's measurements.
+func (s *Server) Metrics() (onPublish func(time.Duration, int), onRunEnd func(thread.RunStatus)) {
+	return s.metrics.observePublish, s.metrics.observeRunEnd
+}
+
+func (s *Server) ready(c echo.Context) error {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "database unreachable"})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+const callerKey = "threadline.caller"
+
+func caller(c echo.Context) string {
+	if v, ok := c.Get(callerKey).(string); ok {
+		return v
+	}
+	return "local"
+}
+
+// authenticate maps a bearer key to its caller. Every key is compared in
+// constant time, and keys are never logged.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if len(s.cfg.APIKeys) == 0 {
+			c.Set(callerKey, "local")
+			return next(c)
+		}
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || token == "" {
+			return checkpoint.Errorf(checkpoint.EUnauthenticated, "send Authorization: Bearer <api key>")
+		}
+		found := ""
+		for key, who := range s.cfg.APIKeys {
+			if subtle.ConstantTimeCompare([]byte(key), []byte(token)) == 1 {
+				found = who
+			}
+		}
+		if found == "" {
+			return checkpoint.Errorf(checkpoint.EUnauthenticated, "the API key is not valid")
+		}
+		c.Set(callerKey, found)
+		return next(c)
+	}
+}
+
+// errorBody is the wire shape of every error.
+type errorBody struct {
+	Error map[string]any `json:"error"`
+}
+
+// handleError is echo's one error handler: domain codes through the codes
+// table, echo's own errors by their status, anything else a logged 500.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := checkpoint.EInternal, "internal error"
+	var data map[string]any
+	var de *checkpoint.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &de):
+		code, msg, data = de.Code, de.Message, de.Data
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			code, msg = checkpoint.ENotFound, "no such route: "+c.Request().Method+" "+c.Request().URL.Path
+		case http.StatusMethodNotAllowed:
+			code, msg = "method_not_allowed", "method "+c.Request().Method+" is not allowed on "+c.Request().URL.Path
+		case http.StatusRequestEntityTooLarge:
+			code, msg = checkpoint.ETooLarge, "request body is too large"
+		case http.StatusUnsupportedMediaType:
+			code, msg = checkpoint.EUnsupported, "send a JSON body with Content-Type: application/json"
+		case http.StatusBadRequest:
+			code, msg = checkpoint.EInvalid, "bad request"
+		}
+	case errors.Is(err, context.Canceled):
+		return // the client went away
+	}
+	status, ok := codes[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusInternalServerError {
+		s.log.Error("request failed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+			"method", c.Request().Method, "route", c.Path(), "err", err)
+	}
+	body := map[string]any{"code": code, "message": msg}
+	for k, v := range data {
+		body[k] = v
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	_ = c.JSON(status, errorBody{Error: body})
+}
+
+// bind decodes a JSON body strictly: JSON content type (415), size limit
+// (413), no unknown fields, right types and one value (400).
+func (s *Server) bind(c echo.Context, v any, optional bool) error {
+	r := c.Request()
+	if optional && r.ContentLength == 0 && r.Header.Get(echo.HeaderContentType) == "" {
+		return nil
+	}
+	ct := r.Header.Get(echo.HeaderContentType)
+	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), echo.MIMEApplicationJSON) {
+		return checkpoint.Errorf(checkpoint.EUnsupported, "send a JSON body with Content-Type: application/json (got %q)", ct)
+	}
+	if r.ContentLength > s.cfg.MaxBody {
+		return checkpoint.Errorf(checkpoint.ETooLarge, "request body is %d bytes; the limit is %d", r.ContentLength, s.cfg.MaxBody)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err, s.cfg.MaxBody, optional)
+	}
+	if dec.More() {
+		return checkpoint.Errorf(checkpoint.EInvalid, "body must hold one JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error, limit int64, optional bool) error {
+	var mbe *http.MaxBytesError
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &mbe):
+		return checkpoint.Errorf(checkpoint.ETooLarge, "request body is over the %d byte limit", limit)
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			field = "body"
+		}
+		return checkpoint.Errorf(checkpoint.EInvalid, "%s must be %s, not %s", field, jsonKind(ute.Type.String()), ute.Value)
+	case errors.As(err, &se):
+		return checkpoint.Errorf(checkpoint.EInvalid, "malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, errEOF) && optional:
+		return nil
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return checkpoint.Errorf(checkpoint.EInvalid, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	var de *checkpoint.Error
+	if errors.As(err, &de) {
+		return de
+	}
+	return checkpoint.Errorf(checkpoint.EInvalid, "malformed JSON: %v", err)
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case goType == "string":
+		return "a string"
+	case strings.HasPrefix(goType, "uuid."):
+		return "a UUID string"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "a boolean"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map"), strings.HasPrefix(goType, "struct"), strings.Contains(goType, "."):
+		return "an object"
+	}
+	return goType
+}
+
+// pathUUID parses a path parameter as a UUID (400 otherwise).
+func pathUUID(c echo.Context, name string) (uuidValue, error) {
+	return parseUUID(name, c.Param(name))
+}

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+// AttachmentStore keeps uploads durably.
+type AttachmentStore interface {
+	// AttachmentCreate stores a.
+	AttachmentCreate(ctx context.Context, a *thread.File) error
+	// AttachmentGet returns not_found for an unknown or foreign attachment.
+	AttachmentGet(ctx context.Context, caller string, id uuid.UUID) (*thread.File, error)
+}
+
+func attachmentURL(id uuid.UUID) string { return "/api/v1/attachments/" + id.String() }
+
+func (s *Server) uploadAttachment(c echo.Context) error {
+	r := c.Request()
+	mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	if mt != "multipart/form-data" {
+		return checkpoint.Errorf(checkpoint.EUnsupported, "upload a file as multipart/form-data in the field \"file\"")
+	}
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxAttachment+64<<10)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return checkpoint.Errorf(checkpoint.EInvalid, "malformed multipart body: %v", err)
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return checkpoint.Errorf(checkpoint.EInvalid, "no file: send it in the multipart field \"file\"")
+		}
+		if err != nil {
+			return tooLargeOr(err, s.cfg.MaxAttachment, "malformed multipart body")
+		}
+		if part.FormName() != "file" || part.FileName() == "" {
+			continue
+		}
+		ct, _, _ := mime.ParseMediaType(part.Header.Get(echo.HeaderContentType))
+		if ct == "" || ct == "application/octet-stream" {
+			ct = mime.TypeByExtension(filepath.Ext(part.FileName()))
+			ct, _, _ = mime.ParseMediaType(ct)
+		}
+		if !slices.Contains(s.cfg.AttachmentTypes, ct) {
+			return checkpoint.Errorf(checkpoint.EUnsupported, "content type %q is not accepted; accepted: %s", ct, strings.Join(s.cfg.AttachmentTypes, ", "))
+		}
+		data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxAttachment+1))
+		if err != nil {
+			return tooLargeOr(err, s.cfg.MaxAttachment, "reading the upload failed")
+		}
+		if int64(len(data)) > s.cfg.MaxAttachment {
+			return checkpoint.Errorf(checkpoint.ETooLarge, "attachment is over the %d byte limit", s.cfg.MaxAttachment)
+		}
+		a := &thread.File{ID: uuid.New(), Caller: caller(c), Name: filepath.Base(part.FileName()), ContentType: ct, Size: int64(len(data)), Data: data}
+		if err := s.cfg.Attachments.AttachmentCreate(r.Context(), a); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, map[string]any{"id": a.ID, "name": a.Name, "contentType": a.ContentType,
+			"size": a.Size, "url": attachmentURL(a.ID)})
+	}
+}
+
+func tooLargeOr(err error, limit int64, msg string) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return checkpoint.Errorf(checkpoint.ETooLarge, "attachment is over the %d byte limit", limit)
+	}
+	return checkpoint.Errorf(checkpoint.EInvalid, "%s: %v", msg, err)
+}
+
+func (s *Server) getAttachment(c echo.Context) error {
+	id, err := pathUUID(c, "id")
+	if err != nil {
+		return err
+	}
+	a, err := s.cfg.Attachments.AttachmentGet(c.Request().Context(), caller(c), id)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": a.Name}))
+	h.Set("Cache-Control", "private, max-age=31536000, immutable")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return c.Blob(http.StatusOK, a.ContentType, a.Data)
+}

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+type runBody struct {
+	Message *struct {
+		ID          *string         `json:"id"`
+		Content     json.RawMessage `json:"content"`
+		Attachments []struct {
+			ID string `json:"id"`
+		} `json:"attachments"`
+	} `json:"message"`
+	ParentMessageID *string          `json:"parent_message_id"`
+	SourceMessageID *string          `json:"source_message_id"`
+	RunConfig       *thread.RunConfig `json:"run_config"`
+	OnDisconnect    string           `json:"on_disconnect"`
+}
+
+// decodeContent accepts "text" or an array of text and image parts.
+func decodeContent(raw json.RawMessage) ([]checkpoint.Part, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content is required: a string or an array of parts")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content: %v", err)
+		}
+		return []checkpoint.Part{{Type: "text", Text: s}}, nil
+	}
+	if raw[0] != '[' {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content must be a string or an array of parts")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var parts []checkpoint.Part
+	if err := dec.Decode(&parts); err != nil {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content: %v", err)
+	}
+	return parts, nil
+}
+
+func (s *Server) startRun(c echo.Context) error {
+	threadID, err := pathUUID(c, "thread_id")
+	if err != nil {
+		return err
+	}
+	var body runBody
+	if err := s.bind(c, &body, false); err != nil {
+		return err
+	}
+	var req thread.RunRequest
+	if req.ParentID, err = optUUID("parent_message_id", body.ParentMessageID); err != nil {
+		return err
+	}
+	if req.SourceID, err = optUUID("source_message_id", body.SourceMessageID); err != nil {
+		return err
+	}
+	if body.RunConfig != nil {
+		req.Config = *body.RunConfig
+	}
+	req.OnDisconnect = body.OnDisconnect
+	if m := body.Message; m != nil {
+		um := &thread.UserMessage{}
+		if um.ID, err = optUUID("message.id", m.ID); err != nil {
+			return err
+		}
+		if um.Content, err = decodeContent(m.Content); err != nil {
+			return err
+		}
+		size := 0
+		for _, p := range um.Content {
+			size += len(p.Text) + len(p.Image)
+		}
+		if size > s.cfg.MaxMessage {
+			return checkpoint.Errorf(checkpoint.ETooLarge, "message is %d bytes; the limit is %d", size, s.cfg.MaxMessage)
+		}
+		for i, a := range m.Attachments {
+			id, err := parseUUID("message.attachments["+strconv.Itoa(i)+"].id", a.ID)
+			if err != nil {
+				return err
+			}
+			um.AttachmentIDs = append(um.AttachmentIDs, id)
+		}
+		req.Message = um
+	}
+	ctx := c.Request().Context()
+	run, _, err := s.svc.StartRun(ctx, caller(c), threadID, req)
+	if err != nil {
+		return err
+	}
+	return s.stream(c, run, 0, req.OnDisconnect)
+}
+
+func (s *Server) rejoinRun(c echo.Context) error {
+	threadID, err := pathUUID(c, "thread_id")
+	if err != nil {
+		return err
+	}
+	runID, err := pathUUID(c, "run_id")
+	if err != nil {
+		return err
+	}
+	var after int64
+	if v := c.QueryParam("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return checkpoint.Errorf(checkpoint.EInvalid, "after must be a whole number >= 0, got %q", v)
+		}
+	}
+	run, err := s.svc.GetRun(c.Request().Context(), caller(c), threadID, runID)
+	if err != nil {
+		return err
+	}
+	return s.stream(c, run, after, "continue")
+}
+
+// stream writes the run's events as NDJSON, flushing whenever no further
+// event is ready, until the final snapshot or the client leaves.
+func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
+	ctx := c.Request().Context()
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "application/x-ndjson")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Run-Id", run.ID.String())
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w.Writer)
+	bw := bufio.NewWriterSize(w.Writer, 32<<10)
+	enc := json.NewEncoder(bw)
+	s.metrics.streams.Inc()
+	defer s.metrics.streams.Dec()
+	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+		if more {
+			return nil
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if ctx.Err() != nil {
+		if onDisconnect == "cancel" {
+			if cerr := s.svc.CancelRun(context.WithoutCancel(ctx), caller(c), run.ThreadID, run.ID); cerr != nil {
+				s.log.Warn("cancel on disconnect", "run_id", run.ID, "err", cerr)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		// Headers are sent; the client sees the stream end early and rejoins.
+		s.log.Error("stream run", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID), "err", err)
+		return nil
+	}
+	if err := bw.Flush(); err != nil {
+		return nil
+	}
+	_ = rc.Flush()
+	return nil
+}
+
+func (s *Server) cancelRun(c echo.Context) error {
+	threadID, err := pathUUID(c, "thread_id")
+	if err != nil {
+		return err
+	}
+	runID, err := pathUUID(c, "run_id")
+	if err != nil {
+		return err
+	}
+	if err := s.svc.CancelRun(c.Request().Context(), caller(c), threadID, runID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": runID, "status": "cancelling"})
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	threadID, err := pathUUID(c, "thread_id")
+	if err != nil {
+		return err
+	}
+	runID, err := pathUUID(c, "run_id")
+	if err != nil {
+		return err
+	}
+	r, err := s.svc.GetRun(c.Request().Context(), caller(c), threadID, runID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+var _ = uuid.Nil
