@@ -25,7 +25,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadline_http_requests_total",
 			Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "threadline_http_request_duration_seconds",
-			Help: "Time to the end of the response (whole stream for runs), by route and method.",
+			Help:    "Time to the end of the response (whole stream for runs), by route and method.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"route", "method"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "threadline_streams_open", Help: "NDJSON streams being written."}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "threadline_runs_total",
@@ -45,7 +45,9 @@ func (m *metrics) observePublish(oldest time.Duration, tokens int) {
 	m.tokens.Add(float64(tokens))
 }
 
-func (m *metrics) observeRunEnd(status thread.RunStatus) { m.runs.WithLabelValues(string(status)).Inc() }
+func (m *metrics) observeRunEnd(status thread.RunStatus) {
+	m.runs.WithLabelValues(string(status)).Inc()
+}
 
 // observe logs one JSON line per request with its request id and counts it.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {

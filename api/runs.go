@@ -23,10 +23,10 @@ type runBody struct {
 			ID string `json:"id"`
 		} `json:"attachments"`
 	} `json:"message"`
-	ParentMessageID *string          `json:"parent_message_id"`
-	SourceMessageID *string          `json:"source_message_id"`
+	ParentMessageID *string           `json:"parent_message_id"`
+	SourceMessageID *string           `json:"source_message_id"`
 	RunConfig       *thread.RunConfig `json:"run_config"`
-	OnDisconnect    string           `json:"on_disconnect"`
+	OnDisconnect    string            `json:"on_disconnect"`
 }
 
 // decodeContent accepts "text" or an array of text and image parts.

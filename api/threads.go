@@ -181,16 +181,16 @@ func (s *Server) putHead(c echo.Context) error {
 
 // checkpointJSON is one row of GET /checkpoints: the raw tree for audit.
 type checkpointJSON struct {
-	CheckpointID       uuid.UUID                `json:"checkpoint_id"`
-	ParentCheckpointID *uuid.UUID               `json:"parent_checkpoint_id"`
-	MessageID          uuid.UUID                `json:"message_id"`
-	Seq                int64                    `json:"seq"`
-	Role               checkpoint.Role          `json:"role"`
-	Content            []checkpoint.Part        `json:"content"`
-	Status             *checkpoint.Status       `json:"status,omitempty"`
-	Attachments        []checkpoint.Attachment  `json:"attachments,omitempty"`
-	RunID              *uuid.UUID               `json:"run_id"`
-	CreatedAt          string                   `json:"created_at"`
+	CheckpointID       uuid.UUID               `json:"checkpoint_id"`
+	ParentCheckpointID *uuid.UUID              `json:"parent_checkpoint_id"`
+	MessageID          uuid.UUID               `json:"message_id"`
+	Seq                int64                   `json:"seq"`
+	Role               checkpoint.Role         `json:"role"`
+	Content            []checkpoint.Part       `json:"content"`
+	Status             *checkpoint.Status      `json:"status,omitempty"`
+	Attachments        []checkpoint.Attachment `json:"attachments,omitempty"`
+	RunID              *uuid.UUID              `json:"run_id"`
+	CreatedAt          string                  `json:"created_at"`
 }
 
 func (s *Server) getCheckpoints(c echo.Context) error {

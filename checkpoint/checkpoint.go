@@ -95,6 +95,25 @@ type Part struct {
 	Image string `json:"image,omitempty"`
 }
 
+// MarshalJSON writes a text part with its text even when empty, and an
+// image part with its image.
+func (p Part) MarshalJSON() ([]byte, error) {
+	switch p.Type {
+	case "text":
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{p.Type, p.Text})
+	case "image":
+		return json.Marshal(struct {
+			Type  string `json:"type"`
+			Image string `json:"image"`
+		}{p.Type, p.Image})
+	}
+	type plain Part
+	return json.Marshal(plain(p))
+}
+
 // Status is an assistant message's status, in assistant-ui's shape.
 type Status struct {
 	Type   string `json:"type"`             // running | complete | incomplete

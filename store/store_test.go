@@ -1,0 +1,320 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread"
+)
+
+func setup(t testing.TB) (*store.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	return store.New(pool), pool
+}
+
+func newThread(t testing.TB, s *store.Store, caller string) *thread.Thread {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	th, created, err := s.ThreadCreate(context.Background(), &thread.Thread{ID: uuid.New(), Caller: caller, CreatedAt: now, UpdatedAt: now})
+	if err != nil || !created {
+		t.Fatalf("ThreadCreate: created %v, err %v", created, err)
+	}
+	return th
+}
+
+func text(s string) []checkpoint.Part { return []checkpoint.Part{{Type: "text", Text: s}} }
+
+// chain appends n alternating user/assistant messages under parent.
+func chain(t testing.TB, s *store.Store, th uuid.UUID, parent uuid.UUID, n int) []*checkpoint.Node {
+	t.Helper()
+	var out []*checkpoint.Node
+	for i := 0; i < n; i++ {
+		role := checkpoint.RoleUser
+		var st *checkpoint.Status
+		if i%2 == 1 {
+			role, st = checkpoint.RoleAssistant, &checkpoint.Status{Type: "complete", Reason: "stop"}
+		}
+		nd := &checkpoint.Node{ID: uuid.New(), ParentID: parent, Role: role, Status: st, Content: text(fmt.Sprintf("message %d", i))}
+		if err := s.CheckpointAppend(context.Background(), th, nd); err != nil {
+			t.Fatalf("CheckpointAppend %d: %v", i, err)
+		}
+		parent = nd.ID
+		out = append(out, nd)
+	}
+	return out
+}
+
+func TestMigrationsUpDownUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.New(t)
+	for i, step := range []func(context.Context, string) error{store.MigrateDown, store.MigrateUp, store.MigrateDown, store.MigrateUp} {
+		if err := step(ctx, url); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	v, dirty, err := store.MigrateVersion(ctx, url)
+	if err != nil || dirty || v < 2 {
+		t.Fatalf("version: got %d dirty %v err %v, want >= 2 clean", v, dirty, err)
+	}
+}
+
+func TestCheckpointsAreImmutable(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	nodes := chain(t, s, th.ID, uuid.Nil, 2)
+	for _, q := range []string{
+		`UPDATE checkpoints SET content = '[]' WHERE id = $1`,
+		`DELETE FROM checkpoints WHERE id = $1`,
+	} {
+		_, err := pool.Exec(ctx, q, nodes[1].ID)
+		if err == nil || !strings.Contains(err.Error(), "immutable") {
+			t.Errorf("%s: got %v, want an immutability error", q, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `TRUNCATE checkpoints CASCADE`); err == nil {
+		t.Errorf("TRUNCATE checkpoints: got nil error, want refusal")
+	}
+	got, err := s.CheckpointsAfter(ctx, th.ID, 0)
+	if err != nil || len(got) != 2 || got[1].Text() != "message 1" {
+		t.Fatalf("after refused writes: got %d nodes (%v), want the 2 unchanged", len(got), err)
+	}
+	// Deleting the whole thread still removes everything in it.
+	if err := s.ThreadDelete(ctx, "alice", th.ID); err != nil {
+		t.Fatalf("ThreadDelete: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoints WHERE thread_id = $1`, th.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("checkpoints left after thread delete: got %d (%v), want 0", n, err)
+	}
+}
+
+func TestParentMustBeInSameThread(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	a, b := newThread(t, s, "alice"), newThread(t, s, "alice")
+	inA := chain(t, s, a.ID, uuid.Nil, 1)
+	_, err := pool.Exec(ctx, `INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, created_at)
+		VALUES ($1, $2, $3, 1, 'assistant', '[]', now())`, b.ID, uuid.New(), inA[0].ID)
+	if err == nil || !strings.Contains(err.Error(), "foreign key") {
+		t.Fatalf("cross-thread parent by raw SQL: got %v, want a foreign key violation", err)
+	}
+	err = s.CheckpointAppend(ctx, b.ID, &checkpoint.Node{ID: uuid.New(), ParentID: inA[0].ID, Role: checkpoint.RoleAssistant})
+	if checkpoint.ErrorCode(err) != checkpoint.EInvalidFork {
+		t.Fatalf("cross-thread parent through the store: got %v, want invalid_fork", err)
+	}
+}
+
+func TestThreadsBelongToCallers(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	if _, err := s.ThreadGet(ctx, "bob", th.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("bob reads alice's thread: got %v, want not_found", err)
+	}
+	if err := s.ThreadDelete(ctx, "bob", th.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("bob deletes alice's thread: got %v, want not_found", err)
+	}
+	_, _, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: "bob", CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt})
+	if checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Errorf("bob creates alice's thread id: got %v, want conflict", err)
+	}
+	got, created, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: "alice", CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt})
+	if err != nil || created || got.ID != th.ID {
+		t.Errorf("alice re-creates her thread: got created %v err %v, want the existing one", created, err)
+	}
+}
+
+func TestThreadListKeyset(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []uuid.UUID
+	for i := 0; i < 7; i++ {
+		at := base.Add(time.Duration(i%3) * time.Minute) // ties on updated_at
+		id := uuid.New()
+		if _, _, err := s.ThreadCreate(ctx, &thread.Thread{ID: id, Caller: "alice", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	newThread(t, s, "bob")
+	var got []uuid.UUID
+	var after *thread.ThreadCursor
+	for page := 0; page < 10; page++ {
+		ts, err := s.ThreadList(ctx, "alice", 3, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, th := range ts {
+			got = append(got, th.ID)
+		}
+		if len(ts) < 3 {
+			break
+		}
+		last := ts[len(ts)-1]
+		after = &thread.ThreadCursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("paged list: got %d threads, want %d", len(got), len(want))
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, id := range got {
+		if seen[id] {
+			t.Fatalf("thread %s listed twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+func startRun(t testing.TB, s *store.Store, th *thread.Thread, parent uuid.UUID) (*thread.Run, error) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, ParentID: parent, Role: checkpoint.RoleUser, Content: text("hi"),
+		Seq: th.LastSeq + 1, CreatedAt: now}
+	r := thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
+		MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: user.Seq, CreatedAt: now}
+	user.RunID = r.ID
+	return s.RunCreate(context.Background(), thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: r},
+		thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
+}
+
+func TestOneRunAtATime(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	th := newThread(t, s, "alice")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = startRun(t, s, th, uuid.Nil)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch code := checkpoint.ErrorCode(err); {
+		case err == nil:
+			won++
+		case code == checkpoint.ERunInProgress, code == checkpoint.EConflict:
+		default:
+			t.Errorf("racing RunCreate: got %v, want run_in_progress or conflict", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("racing RunCreate: %d won, want exactly 1", won)
+	}
+}
+
+func TestRunLogCompacts(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	r, err := startRun(t, s, th, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}
+	var reply string
+	for i := 2; i <= 41; i++ {
+		tok := fmt.Sprintf(" t%02d", i)
+		reply += tok
+		recs = append(recs, thread.Record{Seq: int64(i), Kind: thread.KindToken, Text: tok})
+	}
+	// Three live segments.
+	for _, seg := range [][]thread.Record{recs[1:2], recs[2:30], recs[30:]} {
+		if err := s.RunEventsAppend(ctx, r.ID, seg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := s.RunEventsAfter(ctx, r.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(live) != fmt.Sprint(recs) {
+		t.Fatalf("live log: got %v, want %v", live, recs)
+	}
+	all := append(append([]thread.Record{}, recs...),
+		thread.Record{Seq: 42, Kind: thread.KindError, Code: "model_error", Text: "boom"},
+		thread.Record{Seq: 43, Kind: thread.KindSnapshot, Status: thread.RunFailed, TreeSeq: 2})
+	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
+		Content: text(reply), Status: &checkpoint.Status{Type: "incomplete", Reason: "error", Error: "boom"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all, Model: "builtin",
+		Error: &thread.RunError{Code: "model_error", Message: "boom"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []int64{0, 1, 20, 41, 42, 43} {
+		got, err := s.RunEventsAfter(ctx, r.ID, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(all[after:]) {
+			t.Fatalf("compacted log after %d: got %v, want %v", after, got, all[after:])
+		}
+	}
+	got, err := s.RunGet(ctx, th.ID, r.ID)
+	if err != nil || got.Status != thread.RunFailed || got.LastSequence != 43 || got.Error == nil || got.Error.Code != "model_error" {
+		t.Fatalf("RunGet: got %+v (%v)", got, err)
+	}
+	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all}); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Fatalf("second RunFinish: got %v, want conflict", err)
+	}
+}
+
+func BenchmarkCheckpointAppend(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			s, _ := setup(b)
+			th := newThread(b, s, "bench")
+			nodes := chain(b, s, th.ID, uuid.Nil, n)
+			last := nodes[len(nodes)-1].ID
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				// A sibling of the last message: the tree's size stays n+k.
+				nd := &checkpoint.Node{ID: uuid.New(), ParentID: last, Role: checkpoint.RoleUser, Content: text(strings.Repeat("x", 64))}
+				if err := s.CheckpointAppend(ctx, th.ID, nd); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCheckpointsLoad(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			s, _ := setup(b)
+			th := newThread(b, s, "bench")
+			chain(b, s, th.ID, uuid.Nil, 2*n)
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				nodes, err := s.CheckpointsAfter(ctx, th.ID, 0)
+				if err != nil || len(nodes) != 2*n {
+					b.Fatalf("got %d nodes (%v)", len(nodes), err)
+				}
+			}
+		})
+	}
+}
