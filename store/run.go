@@ -168,12 +168,35 @@ func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run,
 	return r, nil
 }
 
-// RunEventsAppend writes one log segment.
-func (s *Store) RunEventsAppend(ctx context.Context, runID uuid.UUID, recs []thread.Record) error {
-	if len(recs) == 0 {
+// RunEventsAppend writes one segment per run, all in one statement and one
+// commit: the group commit of every running run.
+func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	if len(segs) == 0 {
 		return nil
 	}
-	return insertEvents(ctx, s.pool, runID, recs, false, "")
+	ids := make([]uuid.UUID, 0, len(segs))
+	firsts := make([]int64, 0, len(segs))
+	lasts := make([]int64, 0, len(segs))
+	datas := make([][]byte, 0, len(segs))
+	for _, sg := range segs {
+		if len(sg.Records) == 0 {
+			continue
+		}
+		data, err := encodeSegment(sg.Records, false, "")
+		if err != nil {
+			return fmt.Errorf("append run events: %w", err)
+		}
+		ids = append(ids, sg.RunID)
+		firsts = append(firsts, sg.Records[0].Seq)
+		lasts = append(lasts, sg.Records[len(sg.Records)-1].Seq)
+		datas = append(datas, data)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`, ids, firsts, lasts, datas)
+	if err != nil {
+		return fmt.Errorf("append run events: %w", interpretError(err))
+	}
+	return nil
 }
 
 // RunEventsAfter returns the logged records after a sequence, restoring the

@@ -243,7 +243,7 @@ func TestRunLogCompacts(t *testing.T) {
 	}
 	// Three live segments.
 	for _, seg := range [][]thread.Record{recs[1:2], recs[2:30], recs[30:]} {
-		if err := s.RunEventsAppend(ctx, r.ID, seg); err != nil {
+		if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: seg}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -321,72 +321,6 @@ func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model,
 	}()
 }
 
-// logWriter group-commits a run's records: while one batch is being written
-// the next accumulates, so a fast model costs a few commits per run, not one
-// per token. Events are published only after their batch is durable.
-type logWriter struct {
-	s       *Service
-	run     *Run
-	mu      sync.Mutex
-	pending []Record
-	since   time.Time // when the oldest pending record was produced
-	all     []Record
-	err     error
-	kick    chan struct{}
-	done    chan struct{}
-}
-
-func newLogWriter(s *Service, r *Run, first Record) *logWriter {
-	w := &logWriter{s: s, run: r, all: []Record{first}, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-func (w *logWriter) add(rec Record) {
-	w.mu.Lock()
-	if len(w.pending) == 0 {
-		w.since = time.Now()
-	}
-	w.pending = append(w.pending, rec)
-	w.all = append(w.all, rec)
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (w *logWriter) loop() {
-	defer close(w.done)
-	for range w.kick {
-		w.mu.Lock()
-		if w.err != nil || len(w.pending) == 0 {
-			w.mu.Unlock()
-			continue
-		}
-		batch, since := w.pending, w.since
-		w.pending = nil
-		w.mu.Unlock()
-		if err := w.s.store.RunEventsAppend(context.Background(), w.run.ID, batch); err != nil {
-			w.mu.Lock()
-			w.err = err
-			w.pending = append(batch, w.pending...) // the final commit retries them
-			w.mu.Unlock()
-			continue
-		}
-		w.s.publish(w.run, batch, since)
-	}
-}
-
-// stop waits for the batch being written and returns what is not durable yet.
-func (w *logWriter) stop() []Record {
-	close(w.kick)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.pending
-}
-
 func (s *Service) publish(r *Run, batch []Record, since time.Time) {
 	evs := make([]Event, len(batch))
 	tokens := 0
@@ -407,7 +341,7 @@ func (s *Service) publish(r *Run, batch []Record, since time.Time) {
 // execute runs the model, logs its tokens and writes the final state.
 func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest) {
 	r := ar.run
-	w := newLogWriter(s, r, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
+	w := s.commits.writer(r, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
 	seq := int64(1)
 	var text strings.Builder
 	res, err := model.Stream(ar.ctx, req, func(tok string) error {

@@ -42,6 +42,7 @@ type Service struct {
 	atts   Attachments
 	cfg    Config
 	log    *slog.Logger
+	commits *committer
 
 	mu       sync.Mutex
 	trees    map[uuid.UUID]*checkpoint.Tree
@@ -74,8 +75,10 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
+	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), runs: make(map[uuid.UUID]*activeRun)}
+	s.commits = newCommitter(s)
+	return s
 }
 
 // Models returns the model registry.

@@ -157,6 +157,12 @@ type Record struct {
 	TreeSeq int64     // snapshot
 }
 
+// Segment is consecutive records of one run's log.
+type Segment struct {
+	RunID   uuid.UUID
+	Records []Record
+}
+
 // RunCreate is what the store writes atomically to start a run.
 type RunCreate struct {
 	Caller string
@@ -214,8 +220,9 @@ type Store interface {
 	RunByUserMessage(ctx context.Context, threadID, messageID uuid.UUID) (*Run, error)
 	// RunActive returns the thread's running run, or not_found.
 	RunActive(ctx context.Context, threadID uuid.UUID) (*Run, error)
-	// RunEventsAppend durably appends consecutive records to a running run's log.
-	RunEventsAppend(ctx context.Context, runID uuid.UUID, recs []Record) error
+	// RunEventsAppend durably appends, in one transaction, one segment of
+	// consecutive records to each run's log.
+	RunEventsAppend(ctx context.Context, segs []Segment) error
 	// RunEventsAfter returns the logged records with Seq > after, in order.
 	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
 	// RunFinish ends a running run; conflict if it is not running any more.

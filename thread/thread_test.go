@@ -189,7 +189,7 @@ func TestRecoverInterruptedRun(t *testing.T) {
 		thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RunEventsAppend(ctx, r.ID, []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "half"}, {Seq: 3, Kind: thread.KindToken, Text: " done"}}); err != nil {
+	if err := st.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "half"}, {Seq: 3, Kind: thread.KindToken, Text: " done"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{Lease: time.Minute})

@@ -85,27 +85,7 @@ func setup() {
 		return
 	}
 	defer conn.Close(ctx)
-	// Best effort: drop databases left by test binaries that have exited.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ '^tl_(tmpl_[0-9]+_)?[0-9]+_'`)
-	if err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			parts := strings.Split(strings.TrimPrefix(n, "tl_tmpl_"), "_")
-			pidField := parts[0]
-			if strings.HasPrefix(n, "tl_tmpl_") && len(parts) > 1 {
-				pidField = parts[1]
-			} else if !strings.HasPrefix(n, "tl_tmpl_") {
-				pidField = strings.Split(strings.TrimPrefix(n, "tl_"), "_")[0]
-			}
-			pid, err := strconv.Atoi(pidField)
-			if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
-				continue
-			}
-			id := pgx.Identifier{n}.Sanitize()
-			_, _ = conn.Exec(ctx, `ALTER DATABASE `+id+` WITH IS_TEMPLATE false`)
-			_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+id+` WITH (FORCE)`)
-		}
-	}
+	dropStale(ctx)
 	template = fmt.Sprintf("tl_tmpl_%s_%d_%06d", time.Now().UTC().Format("20060102"), os.Getpid(), rand.IntN(1e6))
 	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{template}.Sanitize()); err != nil {
 		initErr = fmt.Errorf("create template: %w", err)
@@ -172,4 +152,39 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// dropStale drops, best effort, databases left by test binaries that have
+// exited. It uses its own connection (a failed ALTER of a database another
+// process is dropping ends the connection) and one process at a time.
+func dropStale(ctx context.Context) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	var locked bool
+	if conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(727274)`).Scan(&locked) != nil || !locked {
+		return
+	}
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ '^tl_(tmpl_[0-9]+_)?[0-9]+_' AND datconnlimit <> -2`)
+	if err == nil {
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			parts := strings.Split(strings.TrimPrefix(n, "tl_tmpl_"), "_")
+			pidField := parts[0]
+			if strings.HasPrefix(n, "tl_tmpl_") && len(parts) > 1 {
+				pidField = parts[1]
+			} else if !strings.HasPrefix(n, "tl_tmpl_") {
+				pidField = strings.Split(strings.TrimPrefix(n, "tl_"), "_")[0]
+			}
+			pid, err := strconv.Atoi(pidField)
+			if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+				continue
+			}
+			id := pgx.Identifier{n}.Sanitize()
+			_, _ = conn.Exec(ctx, `ALTER DATABASE `+id+` WITH IS_TEMPLATE false`)
+			_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+id+` WITH (FORCE)`)
+		}
+	}
 }

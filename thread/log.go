@@ -1,0 +1,136 @@
+package thread
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// committer is the group commit of every run's event log: one goroutine
+// takes what all runs produced since the last commit and writes it in one
+// transaction, then publishes it. While one commit is in flight the next one
+// gathers, so the cost per token falls as load rises, and no event is
+// published before it is durable.
+type committer struct {
+	s       *Service
+	mu      sync.Mutex
+	pending map[*logWriter]struct{}
+	kick    chan struct{}
+}
+
+func newCommitter(s *Service) *committer {
+	c := &committer{s: s, pending: make(map[*logWriter]struct{}), kick: make(chan struct{}, 1)}
+	go c.loop()
+	return c
+}
+
+// logWriter is one run's side of the committer.
+type logWriter struct {
+	c        *committer
+	run      *Run
+	mu       sync.Mutex
+	pending  []Record
+	since    time.Time // when the oldest pending record was produced
+	all      []Record
+	inflight bool
+	stopped  bool
+	failed   bool
+	idle     *sync.Cond
+}
+
+func (c *committer) writer(r *Run, first Record) *logWriter {
+	w := &logWriter{c: c, run: r, all: []Record{first}}
+	w.idle = sync.NewCond(&w.mu)
+	return w
+}
+
+// add queues a record; it never blocks on the database.
+func (w *logWriter) add(rec Record) {
+	w.mu.Lock()
+	if len(w.pending) == 0 {
+		w.since = time.Now()
+	}
+	w.pending = append(w.pending, rec)
+	w.all = append(w.all, rec)
+	queue := !w.inflight && !w.failed
+	w.mu.Unlock()
+	if queue {
+		w.c.mu.Lock()
+		w.c.pending[w] = struct{}{}
+		w.c.mu.Unlock()
+		select {
+		case w.c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stop waits for the writer's commit in flight and returns the records that
+// are not durable yet; the run's final transaction writes them.
+func (w *logWriter) stop() []Record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	for w.inflight {
+		w.idle.Wait()
+	}
+	return w.pending
+}
+
+type taken struct {
+	w     *logWriter
+	recs  []Record
+	since time.Time
+}
+
+func (c *committer) loop() {
+	for range c.kick {
+		c.mu.Lock()
+		ws := c.pending
+		c.pending = make(map[*logWriter]struct{}, len(ws))
+		c.mu.Unlock()
+		var batch []taken
+		var segs []Segment
+		for w := range ws {
+			w.mu.Lock()
+			if !w.stopped && !w.failed && len(w.pending) > 0 {
+				batch = append(batch, taken{w, w.pending, w.since})
+				segs = append(segs, Segment{RunID: w.run.ID, Records: w.pending})
+				w.pending = nil
+				w.inflight = true
+			}
+			w.mu.Unlock()
+		}
+		if len(segs) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.s.store.RunEventsAppend(ctx, segs)
+		cancel()
+		if err != nil {
+			c.s.log.Error("append run events", "runs", len(segs), "err", err)
+		}
+		for _, t := range batch {
+			if err == nil {
+				c.s.publish(t.w.run, t.recs, t.since)
+			}
+			t.w.mu.Lock()
+			t.w.inflight = false
+			if err != nil {
+				// Keep them for the run's final transaction, which retries.
+				t.w.failed = true
+				t.w.pending = append(t.recs, t.w.pending...)
+			} else if len(t.w.pending) > 0 && !t.w.stopped {
+				c.mu.Lock()
+				c.pending[t.w] = struct{}{}
+				c.mu.Unlock()
+				select {
+				case c.kick <- struct{}{}:
+				default:
+				}
+			}
+			t.w.idle.Broadcast()
+			t.w.mu.Unlock()
+		}
+	}
+}
