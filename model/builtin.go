@@ -1,0 +1,224 @@
+// Package model owns the models a run can call: the built-in deterministic
+// model and langchaingo providers, and the registry that names them.
+//
+// The built-in model needs no keys and no network: its reply is a pure
+// function of the last user message and the call number (see [Builtin]).
+// Provider models (OpenAI and OpenAI-compatible servers such as vLLM,
+// Anthropic, Google AI, Ollama) are reached through langchaingo; the
+// [Registry] names them from the environment and an optional models file.
+//
+// # Testing the error path without keys
+//
+// When the last user message starts with "/fail ", the built-in model
+// streams three tokens and then fails with the code that follows:
+//
+//	/fail model_error           -> model_error
+//	/fail model_timeout         -> model_timeout
+//	/fail model_auth            -> model_auth
+//	/fail model_not_configured  -> model_not_configured
+//
+// Any other word after "/fail " fails with model_error. This exists so the
+// failure path of a run (error event, failed run, incomplete message) can be
+// tested end to end with zero keys.
+package model
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+var _ thread.Model = (*Builtin)(nil)
+
+// Builtin is the zero-key deterministic model. Its reply is Tokens tokens,
+// each a space and four pseudo-random lowercase letters (5 bytes), drawn
+// from a splitmix64 generator seeded with the FNV-1a hash of the last user
+// message's text and the request's Call. With Delay > 0 one token is sent
+// per Delay; with Delay == 0 tokens are sent back to back with no timer.
+//
+// Stream allocates once per block of 256 tokens and hands out substrings, so
+// pushing tokens costs no allocation per token.
+type Builtin struct {
+	Tokens int
+	Delay  time.Duration
+}
+
+// BuiltinName is the registry name and ModelResult.Model of the built-in model.
+const BuiltinName = "builtin"
+
+// DefaultBuiltinTokens is the reply length of the built-in model unless
+// configured (THREADLINE_BUILTIN_TOKENS).
+const DefaultBuiltinTokens = 200
+
+// failTokens is how many tokens a "/fail " prompt streams before failing.
+const failTokens = 3
+
+// tokenLen is the byte length of one built-in token.
+const tokenLen = 5
+
+// blockTokens is how many tokens Stream renders per allocation.
+const blockTokens = 256
+
+// NewBuiltin returns the built-in model: tokens per reply (negative means
+// 0) and a delay per token (0: no sleeping at all).
+func NewBuiltin(tokens int, delay time.Duration) *Builtin {
+	return &Builtin{Tokens: max(tokens, 0), Delay: max(delay, 0)}
+}
+
+// BuiltinText is the reply the built-in model streams for lastUser (the
+// text of the last user message) on call, with tokens tokens.
+func BuiltinText(lastUser string, call int64, tokens int) string {
+	if tokens <= 0 {
+		return ""
+	}
+	s := seed(lastUser, call)
+	b := make([]byte, tokens*tokenLen)
+	fill(&s, b)
+	return string(b)
+}
+
+// lastUserText returns the concatenated text parts of the last user message.
+func lastUserText(req thread.ModelRequest) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := &req.Messages[i]
+		if m.Role != checkpoint.RoleUser {
+			continue
+		}
+		if len(m.Parts) == 1 {
+			return m.Parts[0].Text
+		}
+		var b strings.Builder
+		for _, p := range m.Parts {
+			if p.Type == "text" || p.Type == "" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// seed hashes the prompt with FNV-1a (64 bit) and mixes in the call.
+func seed(prompt string, call int64) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := 0; i < len(prompt); i++ {
+		h ^= uint64(prompt[i])
+		h *= prime
+	}
+	return h ^ uint64(call)*0x9e3779b97f4a7c15
+}
+
+// next is one splitmix64 step.
+func next(s *uint64) uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := *s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// fill writes len(b)/5 tokens into b.
+func fill(s *uint64, b []byte) {
+	for i := 0; i+tokenLen <= len(b); i += tokenLen {
+		v := next(s)
+		b[i] = ' '
+		b[i+1] = 'a' + byte(v%26)
+		v /= 26
+		b[i+2] = 'a' + byte(v%26)
+		v /= 26
+		b[i+3] = 'a' + byte(v%26)
+		v /= 26
+		b[i+4] = 'a' + byte(v%26)
+	}
+}
+
+// failCode returns the error code a "/fail " prompt asks for, or "".
+func failCode(prompt string) string {
+	rest, ok := strings.CutPrefix(prompt, "/fail ")
+	if !ok {
+		return ""
+	}
+	word, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	switch word {
+	case thread.EModelError, thread.EModelTimeout, thread.EModelAuth, thread.EModelNotConfigured:
+		return word
+	}
+	return thread.EModelError
+}
+
+// promptTokens is a rough token count of every message: text bytes / 4.
+func promptTokens(req thread.ModelRequest) int {
+	n := 0
+	for i := range req.Messages {
+		for _, p := range req.Messages[i].Parts {
+			n += len(p.Text)
+		}
+		for _, a := range req.Messages[i].Attachments {
+			for _, p := range a.Content {
+				n += len(p.Text)
+			}
+		}
+	}
+	return n / 4
+}
+
+// Stream implements thread.Model. It returns ctx.Err() when ctx ends
+// between two tokens, and onToken's error as is.
+func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
+	prompt := lastUserText(req)
+	n := m.Tokens
+	fail := failCode(prompt)
+	if fail != "" {
+		n = failTokens
+	}
+	var tick <-chan time.Time
+	if m.Delay > 0 {
+		t := time.NewTicker(m.Delay)
+		defer t.Stop()
+		tick = t.C
+	}
+	done := ctx.Done() // nil for a context that never ends
+	if err := ctx.Err(); err != nil {
+		return thread.ModelResult{}, err
+	}
+	s := seed(prompt, req.Call)
+	var block []byte
+	for i := 0; i < n; i++ {
+		if tick != nil {
+			select {
+			case <-done:
+				return thread.ModelResult{}, ctx.Err()
+			case <-tick:
+			}
+		} else if done != nil {
+			select {
+			case <-done:
+				return thread.ModelResult{}, ctx.Err()
+			default:
+			}
+		}
+		k := i % blockTokens
+		if k == 0 {
+			block = make([]byte, min(n-i, blockTokens)*tokenLen)
+			fill(&s, block)
+		}
+		// The block is never written again, so its substrings are immutable.
+		tok := unsafe.String(&block[k*tokenLen], tokenLen)
+		if err := onToken(tok); err != nil {
+			return thread.ModelResult{}, err
+		}
+	}
+	if fail != "" {
+		return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n},
+			&thread.ModelError{Code: fail, Message: "the built-in model was asked to fail (/fail " + fail + ")"}
+	}
+	return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n, StopReason: "stop"}, nil
+}

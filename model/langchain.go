@@ -1,0 +1,530 @@
+package model
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/googleai"
+	"github.com/tmc/langchaingo/llms/ollama"
+	"github.com/tmc/langchaingo/llms/openai"
+	"google.golang.org/api/option"
+)
+
+// providerSpec is everything a provider model needs.
+type providerSpec struct {
+	name      string // the registry name, for messages
+	provider  string
+	model     string
+	baseURL   string // "" for the provider's own endpoint
+	key       string
+	keyEnv    string
+	timeout   time.Duration
+	maxTokens int
+	vision    bool
+}
+
+// defaultAnthropicMaxTokens is sent when a model has no max_tokens: the
+// Messages API requires one.
+const defaultAnthropicMaxTokens = 4096
+
+// defaultTemperature is sent when run_config.temperature is unset, because
+// langchaingo always sends a temperature and 0 is not the providers' own
+// default.
+var defaultTemperature = map[string]float64{
+	ProviderOpenAI:    1,
+	ProviderAnthropic: 1,
+	ProviderGoogleAI:  1,
+	ProviderOllama:    0.8,
+}
+
+// newTransport is the HTTP transport every provider model of a registry
+// shares. It has no overall timeout: streams are bounded by the model's
+// idle timeout and the caller's context.
+func newTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	t.ResponseHeaderTimeout = 0
+	return t
+}
+
+// providerModel is a langchaingo model behind thread.Model.
+type providerModel struct {
+	spec   providerSpec
+	client *http.Client
+
+	once sync.Once
+	llm  llms.Model
+	err  error
+}
+
+var _ thread.Model = (*providerModel)(nil)
+
+func newProviderModel(spec providerSpec, base http.RoundTripper) *providerModel {
+	pt := &probeTransport{base: base}
+	switch {
+	case spec.provider == ProviderGoogleAI:
+		// With a custom HTTP client the Google client does not add the key.
+		pt.header = http.Header{"X-Goog-Api-Key": {spec.key}}
+	case spec.provider == ProviderOllama && spec.key != "":
+		pt.header = http.Header{"Authorization": {"Bearer " + spec.key}}
+	}
+	return &providerModel{spec: spec, client: &http.Client{Transport: pt}}
+}
+
+// open builds the langchaingo client once.
+func (m *providerModel) open() (llms.Model, error) {
+	m.once.Do(func() {
+		s := m.spec
+		switch s.provider {
+		case ProviderOpenAI:
+			baseURL := s.baseURL
+			if baseURL == "" {
+				baseURL = "https://api.openai.com/v1"
+			}
+			m.llm, m.err = openai.New(openai.WithToken(s.key), openai.WithModel(s.model), openai.WithBaseURL(baseURL),
+				openai.WithOrganization(""), openai.WithHTTPClient(m.client))
+		case ProviderAnthropic:
+			opts := []anthropic.Option{anthropic.WithToken(s.key), anthropic.WithModel(s.model), anthropic.WithHTTPClient(m.client)}
+			if s.baseURL != "" {
+				opts = append(opts, anthropic.WithBaseURL(s.baseURL))
+			}
+			m.llm, m.err = anthropic.New(opts...)
+		case ProviderGoogleAI:
+			opts := []googleai.Option{googleai.WithAPIKey(s.key), googleai.WithHTTPClient(m.client), googleai.WithRest(),
+				googleai.WithDefaultModel(s.model), googleai.WithDefaultTopK(40)}
+			if s.baseURL != "" {
+				opts = append(opts, func(o *googleai.Options) {
+					o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(s.baseURL))
+				})
+			}
+			m.llm, m.err = googleai.New(context.Background(), opts...)
+		case ProviderOllama:
+			m.llm, m.err = ollama.New(ollama.WithModel(s.model), ollama.WithServerURL(s.baseURL), ollama.WithHTTPClient(m.client))
+		default:
+			m.err = fmt.Errorf("unknown provider %q", s.provider)
+		}
+	})
+	return m.llm, m.err
+}
+
+// errIdle is the cancel cause of a model that sent nothing for its timeout.
+var errIdle = errors.New("model idle timeout")
+
+// errFinished stops a provider that calls the streaming function after
+// Stream returned.
+var errFinished = errors.New("stream already finished")
+
+// Stream implements thread.Model. Tokens arrive through onToken in order.
+// The model's timeout bounds the wait for the first token and between two
+// tokens (model_timeout). A 401/403 is model_auth; any other failure is
+// model_error with the provider's message, secrets redacted. When ctx ends
+// the provider request is cancelled and ctx.Err() is returned; onToken's
+// error is returned as is.
+func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
+	s := m.spec
+	if err := ctx.Err(); err != nil {
+		return thread.ModelResult{}, err
+	}
+	llm, err := m.open()
+	if err != nil {
+		return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelError, Message: m.redact(s.provider + ": " + err.Error())}
+	}
+	msgs := toMessages(req, s.provider, s.vision)
+
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(s.timeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	p := &probe{}
+	cctx = context.WithValue(cctx, probeKey{}, p)
+
+	var (
+		mu       sync.Mutex
+		finished bool
+		tokErr   error
+	)
+	streamFn := func(_ context.Context, chunk []byte) error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return errFinished
+		}
+		if tokErr != nil {
+			return tokErr
+		}
+		idle.Reset(s.timeout)
+		if err := onToken(string(chunk)); err != nil {
+			tokErr = err
+			return err
+		}
+		return nil
+	}
+	temp := defaultTemperature[s.provider]
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	opts := []llms.CallOption{llms.WithStreamingFunc(streamFn), llms.WithTemperature(temp)}
+	maxTokens := s.maxTokens
+	if maxTokens == 0 && s.provider == ProviderAnthropic {
+		maxTokens = defaultAnthropicMaxTokens
+	}
+	if maxTokens > 0 {
+		opts = append(opts, llms.WithMaxTokens(maxTokens))
+	}
+	resp, err := llm.GenerateContent(cctx, msgs, opts...)
+	mu.Lock()
+	finished = true
+	te := tokErr
+	mu.Unlock()
+
+	switch {
+	case te != nil:
+		return thread.ModelResult{}, te
+	case ctx.Err() != nil:
+		return thread.ModelResult{}, ctx.Err()
+	case errors.Is(context.Cause(cctx), errIdle):
+		return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
+	}
+	if me := m.failure(err, p); me != nil {
+		return thread.ModelResult{}, me
+	}
+	res := thread.ModelResult{Model: s.model, StopReason: "stop"}
+	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
+		c := resp.Choices[0]
+		res.StopReason = stopReason(c.StopReason)
+		res.PromptTokens, res.CompletionTokens = usage(c.GenerationInfo)
+	}
+	return res, nil
+}
+
+// failure maps a provider error, or a stream the transport saw cut off,
+// onto a model error; nil when the call succeeded.
+func (m *providerModel) failure(err error, p *probe) *thread.ModelError {
+	status, body, readErr := p.result()
+	name := m.spec.provider
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return &thread.ModelError{Code: thread.EModelAuth, Message: m.redact(fmt.Sprintf("%s rejected the API key%s (%d %s): %s",
+			name, m.keyHint(), status, http.StatusText(status), providerMessage(body, err)))}
+	case status >= 400:
+		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(fmt.Sprintf("%s returned %d %s: %s",
+			name, status, http.StatusText(status), providerMessage(body, err)))}
+	case readErr != nil:
+		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(fmt.Sprintf("%s stream was cut off: %v", name, readErr))}
+	case err != nil:
+		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(name + ": " + err.Error())}
+	}
+	return nil
+}
+
+func (m *providerModel) keyHint() string {
+	if m.spec.keyEnv == "" {
+		return ""
+	}
+	return " in " + m.spec.keyEnv
+}
+
+var (
+	reBearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;]+`)
+	reSK     = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{4,}`)
+	reURLKey = regexp.MustCompile(`(?i)([?&](?:api_?)?key=)[^&\s"']+`)
+	reHeader = regexp.MustCompile(`(?i)((?:x-api-key|x-goog-api-key|api-key)\s*[:=]\s*)[^\s"',;]+`)
+)
+
+// redact removes the model's key and anything that looks like a secret.
+func (m *providerModel) redact(s string) string { return redact(s, m.spec.key) }
+
+func redact(s, key string) string {
+	if len(key) >= 4 {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	s = reBearer.ReplaceAllString(s, "Bearer [redacted]")
+	s = reSK.ReplaceAllString(s, "sk-[redacted]")
+	s = reURLKey.ReplaceAllString(s, "${1}[redacted]")
+	s = reHeader.ReplaceAllString(s, "${1}[redacted]")
+	return s
+}
+
+// providerMessage extracts the provider's own error message from an error
+// body (OpenAI, Anthropic, Google: {"error":{"message":…}}; Ollama:
+// {"error":"…"}), else the body's text, else err.
+func providerMessage(body []byte, err error) string {
+	text := strings.TrimSpace(string(body))
+	if text != "" {
+		var v struct {
+			Error   json.RawMessage `json:"error"`
+			Message string          `json:"message"`
+		}
+		dec := []byte(text)
+		if len(dec) > 0 && dec[0] == '[' { // Google REST may wrap errors in an array
+			var arr []json.RawMessage
+			if json.Unmarshal(dec, &arr) == nil && len(arr) > 0 {
+				dec = arr[0]
+			}
+		}
+		if json.Unmarshal(dec, &v) == nil {
+			var inner struct {
+				Message string `json:"message"`
+			}
+			var s string
+			switch {
+			case json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+				return inner.Message
+			case json.Unmarshal(v.Error, &s) == nil && s != "":
+				return s
+			case v.Message != "":
+				return v.Message
+			}
+		}
+		if len(text) > 300 {
+			text = text[:300] + "…"
+		}
+		return text
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "no message"
+}
+
+// stopReason maps a provider's finish reason to "stop" or "length".
+func stopReason(s string) string {
+	l := strings.ToLower(s)
+	if strings.Contains(l, "length") || strings.Contains(l, "max_tokens") || strings.Contains(l, "maxtokens") {
+		return "length"
+	}
+	return "stop"
+}
+
+// usage reads token counts from langchaingo's GenerationInfo: OpenAI,
+// Ollama and Google report PromptTokens/CompletionTokens, Anthropic
+// InputTokens/OutputTokens.
+func usage(info map[string]any) (prompt, completion int) {
+	prompt = toInt(info["PromptTokens"])
+	if prompt == 0 {
+		prompt = toInt(info["InputTokens"])
+	}
+	completion = toInt(info["CompletionTokens"])
+	if completion == 0 {
+		completion = toInt(info["OutputTokens"])
+	}
+	return prompt, completion
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int32:
+		return int(n)
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// formatDuration writes 60s as "60s" rather than "1m0s".
+func formatDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// toMessages converts the run's messages to langchaingo's. Text parts of a
+// message are joined (Anthropic and Ollama read one text per message);
+// images become an image part (OpenAI: the data: URL as is; others: the
+// decoded bytes) or, for a model without vision or an image that is not a
+// data: URL, a short text note. Text attachments become text parts.
+// Messages with nothing in them are left out.
+func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(req.Messages))
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		role := llms.ChatMessageTypeHuman
+		switch msg.Role {
+		case checkpoint.RoleSystem:
+			role = llms.ChatMessageTypeSystem
+		case checkpoint.RoleAssistant:
+			role = llms.ChatMessageTypeAI
+		}
+		var text []string
+		var images []llms.ContentPart
+		addImage := func(src string) {
+			if role != llms.ChatMessageTypeHuman {
+				return
+			}
+			if !vision {
+				text = append(text, "[an image was attached; this model cannot see images]")
+				return
+			}
+			if part, ok := imagePart(src, provider); ok {
+				images = append(images, part)
+				return
+			}
+			text = append(text, "[an image was attached but could not be read]")
+		}
+		for _, p := range msg.Parts {
+			switch p.Type {
+			case "image":
+				addImage(p.Image)
+			default:
+				if p.Text != "" {
+					text = append(text, p.Text)
+				}
+			}
+		}
+		for _, a := range msg.Attachments {
+			for _, p := range a.Content {
+				switch {
+				case p.Type == "image":
+					addImage(p.Image)
+				case p.Text != "":
+					text = append(text, "["+a.Name+"]\n"+p.Text)
+				}
+			}
+		}
+		if len(text) == 0 && len(images) == 0 {
+			continue
+		}
+		mc := llms.MessageContent{Role: role, Parts: make([]llms.ContentPart, 0, 1+len(images))}
+		if len(text) > 0 {
+			mc.Parts = append(mc.Parts, llms.TextContent{Text: strings.Join(text, "\n\n")})
+		}
+		mc.Parts = append(mc.Parts, images...)
+		out = append(out, mc)
+	}
+	return out
+}
+
+// imagePart converts an image source to a part the provider accepts.
+// Only data: URLs are read; no URL is ever fetched.
+func imagePart(src, provider string) (llms.ContentPart, bool) {
+	mime, data, ok := parseDataURL(src)
+	if provider == ProviderOpenAI {
+		if ok {
+			return llms.ImageURLContent{URL: src}, true
+		}
+		if u, err := url.Parse(src); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			return llms.ImageURLContent{URL: src}, true
+		}
+		return nil, false
+	}
+	if !ok {
+		return nil, false
+	}
+	return llms.BinaryPart(mime, data), true
+}
+
+// parseDataURL decodes "data:image/png;base64,…".
+func parseDataURL(s string) (mime string, data []byte, ok bool) {
+	rest, found := strings.CutPrefix(s, "data:")
+	if !found {
+		return "", nil, false
+	}
+	meta, payload, found := strings.Cut(rest, ",")
+	if !found {
+		return "", nil, false
+	}
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !isB64 || mime == "" {
+		return "", nil, false
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return "", nil, false
+	}
+	return mime, data, true
+}
+
+// probeKey carries a call's *probe in the request context.
+type probeKey struct{}
+
+// probe records, for one call, what the transport saw: the status, the
+// first bytes of an error body and a read error that cut a stream off.
+type probe struct {
+	mu      sync.Mutex
+	status  int
+	body    []byte
+	readErr error
+}
+
+const maxErrorBody = 8 << 10
+
+func (p *probe) result() (int, []byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status, p.body, p.readErr
+}
+
+// probeTransport adds the model's extra headers and reports responses to
+// the call's probe.
+type probeTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.header) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.header {
+			req.Header[k] = v
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	p, _ := req.Context().Value(probeKey{}).(*probe)
+	if err != nil || p == nil {
+		return resp, err
+	}
+	p.mu.Lock()
+	p.status, p.body, p.readErr = resp.StatusCode, nil, nil
+	p.mu.Unlock()
+	resp.Body = &probeBody{rc: resp.Body, p: p, keep: resp.StatusCode >= 400}
+	return resp, nil
+}
+
+type probeBody struct {
+	rc   io.ReadCloser
+	p    *probe
+	keep bool
+}
+
+func (b *probeBody) Read(buf []byte) (int, error) {
+	n, err := b.rc.Read(buf)
+	if b.keep && n > 0 {
+		b.p.mu.Lock()
+		if room := maxErrorBody - len(b.p.body); room > 0 {
+			b.p.body = append(b.p.body, buf[:min(n, room)]...)
+		}
+		b.p.mu.Unlock()
+	}
+	if err != nil && err != io.EOF {
+		b.p.mu.Lock()
+		if b.p.readErr == nil {
+			b.p.readErr = err
+		}
+		b.p.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *probeBody) Close() error { return b.rc.Close() }

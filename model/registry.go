@@ -1,0 +1,527 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+var _ thread.Models = (*Registry)(nil)
+
+// Providers a model can use.
+const (
+	ProviderBuiltin   = "builtin"
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderGoogleAI  = "googleai"
+	ProviderOllama    = "ollama"
+)
+
+// Defaults of provider models.
+const (
+	// DefaultTimeout is the longest wait for a provider's first token and
+	// between two tokens.
+	DefaultTimeout = 60 * time.Second
+	// DefaultContextBudget is a provider model's context budget in bytes of
+	// text unless configured.
+	DefaultContextBudget = 400_000
+)
+
+// Environment variables the registry reads.
+const (
+	EnvModelsFile     = "THREADLINE_MODELS_FILE"
+	EnvDefaultModel   = "THREADLINE_DEFAULT_MODEL"
+	EnvModels         = "THREADLINE_MODELS" // extra provider:model names to list
+	EnvBuiltinTokens  = "THREADLINE_BUILTIN_TOKENS"
+	EnvBuiltinDelay   = "THREADLINE_BUILTIN_DELAY"
+	EnvOpenAIKey      = "OPENAI_API_KEY"
+	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
+	EnvAnthropicKey   = "ANTHROPIC_API_KEY"
+	EnvAnthropicURL   = "ANTHROPIC_BASE_URL"
+	EnvGoogleKey      = "GOOGLE_API_KEY"
+	EnvGeminiKey      = "GEMINI_API_KEY"
+	EnvOllamaHost     = "OLLAMA_HOST"
+	maxCachedEntries  = 256
+	maxModelNameBytes = 256
+)
+
+// providerOrder is the order providers are named in messages.
+var providerOrder = []string{ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI, ProviderOllama}
+
+// FileConfig is the models file (THREADLINE_MODELS_FILE):
+//
+//	{
+//	  "default": "gpt",
+//	  "models": [
+//	    {"name": "gpt", "provider": "openai", "model": "gpt-4o", "vision": true},
+//	    {"name": "llama", "provider": "openai", "model": "meta-llama/Llama-3.1-8B-Instruct",
+//	     "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "VLLM_API_KEY",
+//	     "timeout": "120s", "context_budget": 60000}
+//	  ]
+//	}
+type FileConfig struct {
+	Default string        `json:"default,omitempty"`
+	Models  []ModelConfig `json:"models"`
+}
+
+// ModelConfig is one named model of the models file.
+type ModelConfig struct {
+	// Name is what run_config.model says. Required.
+	Name string `json:"name"`
+	// Provider is openai, anthropic, googleai, ollama or builtin. Required.
+	Provider string `json:"provider"`
+	// Model is the provider's model name. Required except for builtin.
+	Model string `json:"model,omitempty"`
+	// BaseURL overrides the provider's endpoint (OPENAI_BASE_URL,
+	// ANTHROPIC_BASE_URL and OLLAMA_HOST otherwise).
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv is the NAME of the variable that holds the key; the
+	// provider's conventional variable when empty. For ollama a key is
+	// optional and sent as a bearer token.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Timeout is the longest wait for the first token and between tokens:
+	// "90s" or a number of seconds. Default 60s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// ContextBudget is the budget in bytes of text the run trims the
+	// conversation to; default 400000 for providers, 0 (unlimited) for
+	// builtin.
+	ContextBudget *int `json:"context_budget,omitempty"`
+	// Vision says whether the model accepts images; default true for
+	// openai, anthropic and googleai, false for ollama. Images sent to a
+	// model without vision become a short text note.
+	Vision *bool `json:"vision,omitempty"`
+	// MaxTokens caps the reply (0: the provider's default; anthropic
+	// needs one and gets 4096).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Tokens and Delay configure a builtin entry.
+	Tokens *int     `json:"tokens,omitempty"`
+	Delay  Duration `json:"delay,omitempty"`
+}
+
+// Duration is a time.Duration read from JSON as "90s" or as seconds.
+type Duration time.Duration
+
+// UnmarshalJSON reads "1m30s" or 90.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("want a duration such as \"60s\" or a number of seconds, got %s", b)
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// entry is one resolvable model.
+type entry struct {
+	name     string
+	provider string
+	model    string
+	budget   int
+	spec     providerSpec // provider models
+	missing  string       // the key variable to set; "" when configured
+
+	once sync.Once
+	m    thread.Model
+}
+
+func (e *entry) configured() bool { return e.missing == "" }
+
+// Registry resolves run_config.model names. It always holds "builtin";
+// provider models come from the models file and from the conventional
+// variables (OPENAI_API_KEY makes "openai:<model>" work, and so on). It is
+// safe for concurrent use.
+type Registry struct {
+	getenv    func(string) string
+	transport http.RoundTripper
+	builtin   *Builtin
+	named     map[string]*entry
+	order     []string // listed names, builtin first
+	def       string
+
+	mu    sync.Mutex
+	cache map[string]*entry // provider:model names resolved so far
+}
+
+// NewRegistry reads the configuration from getenv (os.Getenv in the
+// server; a map in tests) and, when THREADLINE_MODELS_FILE names one, the
+// models file. Variables:
+//
+//	THREADLINE_BUILTIN_TOKENS  tokens per built-in reply (default 200)
+//	THREADLINE_BUILTIN_DELAY   delay per built-in token (default 0)
+//	THREADLINE_MODELS_FILE     JSON models file (see FileConfig)
+//	THREADLINE_DEFAULT_MODEL   model for an empty run_config.model (else the file's default, else builtin)
+//	THREADLINE_MODELS          extra provider:model names for List, comma separated
+//	OPENAI_API_KEY, OPENAI_BASE_URL     openai:<model> (also any OpenAI-compatible server)
+//	ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL  anthropic:<model>
+//	GOOGLE_API_KEY or GEMINI_API_KEY    googleai:<model>
+//	OLLAMA_HOST                          ollama:<model>
+//
+// It returns an invalid_request *checkpoint.Error for a malformed value,
+// file or default.
+func NewRegistry(getenv func(string) string) (*Registry, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	tokens := DefaultBuiltinTokens
+	if v := strings.TrimSpace(getenv(EnvBuiltinTokens)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a whole number, got %q", EnvBuiltinTokens, v)
+		}
+		tokens = n
+	}
+	var delay time.Duration
+	if v := strings.TrimSpace(getenv(EnvBuiltinDelay)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a duration such as 20ms, got %q", EnvBuiltinDelay, v)
+		}
+		delay = d
+	}
+	r := &Registry{
+		getenv:    getenv,
+		transport: newTransport(),
+		builtin:   NewBuiltin(tokens, delay),
+		named:     map[string]*entry{},
+		cache:     map[string]*entry{},
+	}
+	r.named[BuiltinName] = &entry{name: BuiltinName, provider: ProviderBuiltin, model: BuiltinName, m: r.builtin}
+	r.order = append(r.order, BuiltinName)
+
+	var fileDefault string
+	if path := strings.TrimSpace(getenv(EnvModelsFile)); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %v", EnvModelsFile, err)
+		}
+		fc, err := ParseFileConfig(data)
+		if err != nil {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: %s", EnvModelsFile, path, checkpoint.ErrorMessage(err))
+		}
+		for _, mc := range fc.Models {
+			e, err := r.fileEntry(mc)
+			if err != nil {
+				return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: %s", EnvModelsFile, path, checkpoint.ErrorMessage(err))
+			}
+			if _, dup := r.named[e.name]; dup {
+				return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: model %q is defined twice (builtin is always defined)", EnvModelsFile, path, e.name)
+			}
+			r.named[e.name] = e
+			r.order = append(r.order, e.name)
+		}
+		fileDefault = fc.Default
+	}
+	for _, name := range strings.Split(getenv(EnvModels), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		e, err := r.lookup(name)
+		if err != nil {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %s", EnvModels, checkpoint.ErrorMessage(err))
+		}
+		r.listOnce(e.name)
+	}
+	r.def = BuiltinName
+	for _, d := range []struct{ from, name string }{{EnvDefaultModel, strings.TrimSpace(getenv(EnvDefaultModel))}, {"the models file's default", fileDefault}} {
+		if d.name == "" {
+			continue
+		}
+		e, err := r.lookup(d.name)
+		if err != nil {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %s", d.from, checkpoint.ErrorMessage(err))
+		}
+		r.def = e.name
+		r.listOnce(e.name)
+		break
+	}
+	return r, nil
+}
+
+func (r *Registry) listOnce(name string) {
+	for _, n := range r.order {
+		if n == name {
+			return
+		}
+	}
+	r.order = append(r.order, name)
+}
+
+// ParseFileConfig decodes a models file strictly (unknown fields are errors).
+func ParseFileConfig(data []byte) (FileConfig, error) {
+	var fc FileConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return fc, checkpoint.Errorf(checkpoint.EInvalid, "not a models file: %v", err)
+	}
+	return fc, nil
+}
+
+// fileEntry checks one file model and builds its entry.
+func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
+	mc.Name = strings.TrimSpace(mc.Name)
+	if mc.Name == "" {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "a model has no name")
+	}
+	if mc.Timeout < 0 || mc.Delay < 0 || mc.MaxTokens < 0 || (mc.ContextBudget != nil && *mc.ContextBudget < 0) {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: timeout, delay, max_tokens and context_budget must not be negative", mc.Name)
+	}
+	if mc.Provider == ProviderBuiltin {
+		tokens, delay := r.builtin.Tokens, time.Duration(mc.Delay)
+		if mc.Tokens != nil {
+			if *mc.Tokens < 0 {
+				return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: tokens must not be negative", mc.Name)
+			}
+			tokens = *mc.Tokens
+		}
+		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: NewBuiltin(tokens, delay)}
+		if mc.ContextBudget != nil {
+			e.budget = *mc.ContextBudget
+		}
+		return e, nil
+	}
+	if !knownProvider(mc.Provider) {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: provider %q is not one of builtin, %s", mc.Name, mc.Provider, strings.Join(providerOrder, ", "))
+	}
+	if strings.TrimSpace(mc.Model) == "" {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: no model (the provider's model name)", mc.Name)
+	}
+	if mc.Tokens != nil || mc.Delay != 0 {
+		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: tokens and delay are for builtin models only", mc.Name)
+	}
+	if mc.BaseURL != "" {
+		u, err := url.Parse(mc.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: base_url %q is not an http(s) URL", mc.Name, mc.BaseURL)
+		}
+	}
+	return r.providerEntry(mc.Name, mc), nil
+}
+
+func knownProvider(p string) bool {
+	for _, q := range providerOrder {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// providerEntry builds the entry of a provider model, reading its key and
+// endpoint from the environment.
+func (r *Registry) providerEntry(name string, mc ModelConfig) *entry {
+	s := providerSpec{
+		name:      name,
+		provider:  mc.Provider,
+		model:     mc.Model,
+		baseURL:   mc.BaseURL,
+		timeout:   time.Duration(mc.Timeout),
+		maxTokens: mc.MaxTokens,
+		vision:    mc.Provider != ProviderOllama,
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
+	}
+	if mc.Vision != nil {
+		s.vision = *mc.Vision
+	}
+	e := &entry{name: name, provider: mc.Provider, model: mc.Model, budget: DefaultContextBudget}
+	if mc.ContextBudget != nil {
+		e.budget = *mc.ContextBudget
+	}
+	keyVars := []string{mc.APIKeyEnv}
+	if mc.APIKeyEnv == "" {
+		switch mc.Provider {
+		case ProviderOpenAI:
+			keyVars = []string{EnvOpenAIKey}
+		case ProviderAnthropic:
+			keyVars = []string{EnvAnthropicKey}
+		case ProviderGoogleAI:
+			keyVars = []string{EnvGoogleKey, EnvGeminiKey}
+		case ProviderOllama:
+			keyVars = nil // no key; OLLAMA_HOST or base_url is what it needs
+		}
+	}
+	for _, v := range keyVars {
+		if k := strings.TrimSpace(r.getenv(v)); k != "" {
+			s.key, s.keyEnv = k, v
+			break
+		}
+	}
+	if s.key == "" && len(keyVars) > 0 {
+		e.missing = strings.Join(keyVars, " (or ") + strings.Repeat(")", len(keyVars)-1)
+	}
+	if s.baseURL == "" {
+		switch mc.Provider {
+		case ProviderOpenAI:
+			s.baseURL = strings.TrimSpace(r.getenv(EnvOpenAIBaseURL))
+		case ProviderAnthropic:
+			s.baseURL = strings.TrimSpace(r.getenv(EnvAnthropicURL))
+		case ProviderOllama:
+			s.baseURL = ollamaURL(r.getenv(EnvOllamaHost))
+			if s.baseURL == "" && e.missing == "" {
+				e.missing = EnvOllamaHost
+			}
+		}
+	}
+	e.spec = s
+	return e
+}
+
+// ollamaURL turns an OLLAMA_HOST value ("127.0.0.1", "0.0.0.0:11434",
+// "http://gpu-box:11434") into a base URL, or "".
+func ollamaURL(host string) string {
+	host = strings.TrimSpace(host)
+	if host == "" {
+		return ""
+	}
+	scheme, rest, ok := strings.Cut(host, "://")
+	if !ok {
+		scheme, rest = "http", host
+	}
+	rest = strings.TrimRight(rest, "/")
+	hostport, path, _ := strings.Cut(rest, "/")
+	h, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, port = strings.Trim(hostport, "[]"), "11434"
+		if scheme == "https" {
+			port = "443"
+		}
+	}
+	if h == "" || h == "0.0.0.0" || h == "::" {
+		h = "127.0.0.1"
+	}
+	u := scheme + "://" + net.JoinHostPort(h, port)
+	if path != "" {
+		u += "/" + path
+	}
+	return u
+}
+
+// lookup finds the entry for a non-empty name.
+func (r *Registry) lookup(name string) (*entry, error) {
+	if e, ok := r.named[name]; ok {
+		return e, nil
+	}
+	r.mu.Lock()
+	e, ok := r.cache[name]
+	r.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	provider, model, ok := strings.Cut(name, ":")
+	if !ok || !knownProvider(provider) || strings.TrimSpace(model) == "" || len(name) > maxModelNameBytes || strings.ContainsFunc(name, isControl) {
+		return nil, r.unknown(name)
+	}
+	e = r.providerEntry(name, ModelConfig{Provider: provider, Model: model})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.cache[name]; ok {
+		return old, nil
+	}
+	if len(r.cache) < maxCachedEntries {
+		r.cache[name] = e
+	}
+	return e, nil
+}
+
+func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
+
+func (r *Registry) unknown(name string) error {
+	forms := make([]string, len(providerOrder))
+	for i, p := range providerOrder {
+		forms[i] = p + ":<model>"
+	}
+	return checkpoint.Errorf(checkpoint.EInvalid, "unknown model %q; models: %s; or %s",
+		name, strings.Join(r.order, ", "), strings.Join(forms, ", "))
+}
+
+// Resolve implements thread.Models. "" is the default model.
+func (r *Registry) Resolve(name string) (thread.Model, string, error) {
+	if name == "" {
+		name = r.def
+	}
+	e, err := r.lookup(name)
+	if err != nil {
+		return nil, "", err
+	}
+	return r.model(e), e.name, nil
+}
+
+// model returns the entry's model, building it on first use.
+func (r *Registry) model(e *entry) thread.Model {
+	e.once.Do(func() {
+		switch {
+		case e.m != nil:
+		case !e.configured():
+			e.m = notConfigured{msg: fmt.Sprintf("set %s to use %s", e.missing, e.name)}
+		default:
+			e.m = newProviderModel(e.spec, r.transport)
+		}
+	})
+	return e.m
+}
+
+// Default returns the name of the default model.
+func (r *Registry) Default() string { return r.def }
+
+// List implements thread.Models: builtin, the file's models, the names of
+// THREADLINE_MODELS and the default, in that order.
+func (r *Registry) List() []thread.ModelInfo {
+	out := make([]thread.ModelInfo, 0, len(r.order))
+	for _, name := range r.order {
+		e, err := r.lookup(name)
+		if err != nil {
+			continue
+		}
+		out = append(out, thread.ModelInfo{Name: e.name, Provider: e.provider, Model: e.model, Configured: e.configured(), Default: e.name == r.def})
+	}
+	return out
+}
+
+// ContextBudget implements thread.Models: bytes of text, 0 = unlimited.
+func (r *Registry) ContextBudget(name string) int {
+	if name == "" {
+		name = r.def
+	}
+	e, err := r.lookup(name)
+	if err != nil {
+		return 0
+	}
+	return e.budget
+}
+
+// notConfigured is a known model whose key is missing.
+type notConfigured struct{ msg string }
+
+func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
+	return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelNotConfigured, Message: n.msg}
+}
