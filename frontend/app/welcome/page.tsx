@@ -1,0 +1,5 @@
+import { Welcome } from "@/components/Welcome";
+
+export default function WelcomePage() {
+  return <Welcome />;
+}

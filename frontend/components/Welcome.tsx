@@ -1,0 +1,44 @@
+"use client";
+
+// The welcome page: a composer. Sending makes the thread id here, hands the
+// first message to /chat/{id} through session storage (read once there) and
+// navigates; the chat page sends it.
+
+import { AssistantRuntimeProvider, useExternalStoreRuntime, type AppendMessage, type ThreadMessage } from "@assistant-ui/react";
+import { useRouter } from "next/navigation";
+import { useCallback, type FC } from "react";
+import { handoffKey, newId, type Handoff } from "@/lib/api";
+import { Composer } from "./Thread";
+import { ThreadPrimitive } from "@assistant-ui/react";
+
+const NO_MESSAGES: readonly ThreadMessage[] = [];
+
+export const Welcome: FC = () => {
+  const router = useRouter();
+  const onNew = useCallback(
+    async (message: AppendMessage) => {
+      const text = message.content
+        .filter((p): p is { type: "text"; text: string } => p.type === "text")
+        .map((p) => p.text)
+        .join("");
+      if (!text.trim()) return;
+      const threadId = newId();
+      const handoff: Handoff = { messageId: newId(), text };
+      window.sessionStorage.setItem(handoffKey(threadId), JSON.stringify(handoff));
+      router.push(`/chat/${threadId}`);
+    },
+    [router],
+  );
+  const runtime = useExternalStoreRuntime<ThreadMessage>({ messages: NO_MESSAGES, onNew });
+  return (
+    <AssistantRuntimeProvider runtime={runtime}>
+      <ThreadPrimitive.Root className="thread welcome">
+        <div className="welcome-box">
+          <h1>Threadline</h1>
+          <p className="muted">Start a conversation. Every reply is kept as a branch you can come back to.</p>
+          <Composer placeholder="What's on your mind?" attachments={false} />
+        </div>
+      </ThreadPrimitive.Root>
+    </AssistantRuntimeProvider>
+  );
+};

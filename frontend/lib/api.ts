@@ -1,0 +1,144 @@
+// Browser-side calls to the contract, through the web origin's /api/v1 proxy.
+
+import type {
+  ApiErrorBody,
+  RunRequest,
+  ThreadPage,
+  ThreadSnapshot,
+  ThreadSummary,
+  UploadedAttachment,
+} from "./types";
+
+export const API_BASE = "/api/v1";
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly body: unknown;
+  constructor(status: number, code: string, message: string, body: unknown) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.body = body;
+  }
+}
+
+export async function errorFrom(res: Response): Promise<ApiError> {
+  let body: unknown = null;
+  const text = await res.text().catch(() => "");
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
+  const err = (body as Partial<ApiErrorBody> | null)?.error;
+  if (err && typeof err.code === "string") {
+    return new ApiError(res.status, err.code, err.message ?? err.code, body);
+  }
+  return new ApiError(res.status, `http_${res.status}`, text || res.statusText || `HTTP ${res.status}`, body);
+}
+
+async function json<T>(res: Response): Promise<T> {
+  if (!res.ok) throw await errorFrom(res);
+  return (await res.json()) as T;
+}
+
+async function ok(res: Response): Promise<void> {
+  if (!res.ok) throw await errorFrom(res);
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+export function threadPath(threadId: string): string {
+  return `${API_BASE}/threads/${encodeURIComponent(threadId)}`;
+}
+
+export async function listThreads(limit: number, cursor?: string | null): Promise<ThreadPage> {
+  const q = new URLSearchParams({ limit: String(limit) });
+  if (cursor) q.set("cursor", cursor);
+  return json<ThreadPage>(await fetch(`${API_BASE}/threads?${q}`, { cache: "no-store" }));
+}
+
+export async function renameThread(threadId: string, title: string): Promise<ThreadSummary> {
+  return json<ThreadSummary>(
+    await fetch(threadPath(threadId), { method: "PATCH", headers: JSON_HEADERS, body: JSON.stringify({ title }) }),
+  );
+}
+
+export async function deleteThread(threadId: string): Promise<void> {
+  await ok(await fetch(threadPath(threadId), { method: "DELETE" }));
+}
+
+/** The thread's snapshot, or null when the thread does not exist (yet). */
+export async function getSnapshot(threadId: string, signal?: AbortSignal): Promise<ThreadSnapshot | null> {
+  const res = await fetch(`${threadPath(threadId)}/messages`, { cache: "no-store", signal });
+  if (res.status === 404) return null;
+  return json<ThreadSnapshot>(res);
+}
+
+export async function putHead(threadId: string, messageId: string): Promise<void> {
+  await ok(
+    await fetch(`${threadPath(threadId)}/head`, {
+      method: "PUT",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ message_id: messageId }),
+    }),
+  );
+}
+
+/** Starts a run; resolves with the NDJSON response once its headers arrived. */
+export async function startRunStream(threadId: string, body: RunRequest, signal: AbortSignal): Promise<Response> {
+  const res = await fetch(`${threadPath(threadId)}/runs/stream`, {
+    method: "POST",
+    headers: { ...JSON_HEADERS, accept: "application/x-ndjson" },
+    body: JSON.stringify(body),
+    signal,
+    cache: "no-store",
+  });
+  if (!res.ok || !res.body) throw await errorFrom(res);
+  return res;
+}
+
+export async function rejoinRunStream(threadId: string, runId: string, after: number, signal: AbortSignal): Promise<Response> {
+  const res = await fetch(`${threadPath(threadId)}/runs/${encodeURIComponent(runId)}/stream?after=${after}`, {
+    headers: { accept: "application/x-ndjson" },
+    signal,
+    cache: "no-store",
+  });
+  if (!res.ok || !res.body) throw await errorFrom(res);
+  return res;
+}
+
+export async function cancelRun(threadId: string, runId: string): Promise<void> {
+  await ok(await fetch(`${threadPath(threadId)}/runs/${encodeURIComponent(runId)}/cancel`, { method: "POST" }));
+}
+
+export async function uploadAttachment(file: File): Promise<UploadedAttachment> {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  return json<UploadedAttachment>(await fetch(`${API_BASE}/attachments`, { method: "POST", body: form }));
+}
+
+/** A v4 UUID; crypto.randomUUID needs a secure context, getRandomValues does not. */
+export function newId(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === "function") return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The sidebar listens for this to reload the thread list. */
+export const THREADS_CHANGED = "threadline:threads-changed";
+export function announceThreadsChanged(): void {
+  if (typeof window !== "undefined") window.dispatchEvent(new Event(THREADS_CHANGED));
+}
+
+/** The welcome page's handoff of the first message to the chat page. */
+export type Handoff = { messageId: string; text: string };
+export const handoffKey = (threadId: string) => `threadline:handoff:${threadId}`;

@@ -1,0 +1,333 @@
+// The chat page's state and the pure reducer that folds the run events of the
+// contract into it. No framework imports: tested with node --test.
+//
+// Rules (../shared/API.md, "Stream"):
+// - the repository (the whole message tree) comes from snapshots; a snapshot
+//   with `messageRepository` replaces it, an interim one without it updates
+//   the messages it carries;
+// - a token only extends the assistant message it names, and only while that
+//   message is running;
+// - events of a run other than the one followed are dropped once that run is
+//   retired (an older run), as is every event whose sequence is not above the
+//   last one applied for its run (duplicates, out-of-order delivery);
+// - the last snapshot of a run (run_status not "running") is authoritative:
+//   it replaces everything, and later events of that run are dropped.
+
+import type {
+  ActiveRun,
+  ErrorEvent,
+  RunEvent,
+  RunStatus,
+  SnapshotEvent,
+  ThreadSnapshot,
+  TokenEvent,
+  WireMessage,
+  WireRepository,
+  WireRepositoryItem,
+} from "./types";
+
+export type FollowedRun = {
+  id: string;
+  /** The highest sequence applied (or already folded into a loaded snapshot). */
+  lastSequence: number;
+  status: RunStatus;
+};
+
+export type RunError = { code: string; message: string };
+
+export type ChatState = {
+  repository: WireRepository;
+  /** The run whose events are applied; null when none was seen. */
+  run: FollowedRun | null;
+  /** Runs whose events are stale: earlier runs this page followed. */
+  retiredRuns: readonly string[];
+  /** Error events by run id. */
+  errors: Readonly<Record<string, RunError>>;
+  /** A run request is in flight and its first snapshot has not arrived. */
+  pending: boolean;
+  /** An error that belongs to no message: a refused request, a lost stream. */
+  notice: RunError | null;
+};
+
+export type ChatAction =
+  | { type: "load"; snapshot: ThreadSnapshot }
+  | { type: "event"; event: RunEvent }
+  /** A request is about to be sent; `message` is shown until the first snapshot. */
+  | { type: "request"; message?: WireMessage; parentId: string | null; headId?: string | null }
+  /** The request was refused before a stream started. */
+  | { type: "request_failed"; error: RunError | null; messageId?: string }
+  /** The followed run's stream ended without its final snapshot. */
+  | { type: "stream_lost"; error?: RunError }
+  /** The user picked another branch (view state). */
+  | { type: "set_head"; headId: string }
+  | { type: "dismiss_notice" };
+
+export const emptyRepository: WireRepository = { headId: null, messages: [] };
+
+export const initialChatState: ChatState = {
+  repository: emptyRepository,
+  run: null,
+  retiredRuns: [],
+  errors: {},
+  pending: false,
+  notice: null,
+};
+
+export function isRunning(state: ChatState): boolean {
+  return state.pending || state.run?.status === "running";
+}
+
+export function chatReducer(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case "load":
+      return applyLoad(state, action.snapshot);
+    case "event":
+      return applyEvent(state, action.event);
+    case "request": {
+      let repository = state.repository;
+      if (action.message) {
+        repository = addMessage(repository, action.message, action.parentId);
+      } else if (action.headId !== undefined) {
+        repository = { ...repository, headId: action.headId };
+      }
+      return { ...state, repository, pending: true, notice: null };
+    }
+    case "request_failed": {
+      let repository = state.repository;
+      if (action.messageId) repository = removeMessage(repository, action.messageId);
+      return { ...state, repository, pending: false, notice: action.error };
+    }
+    case "stream_lost": {
+      return { ...state, pending: false, notice: action.error ?? state.notice };
+    }
+    case "set_head": {
+      if (state.repository.headId === action.headId) return state;
+      if (!state.repository.messages.some((m) => m.message.id === action.headId)) return state;
+      return { ...state, repository: { ...state.repository, headId: action.headId } };
+    }
+    case "dismiss_notice":
+      return state.notice ? { ...state, notice: null } : state;
+  }
+}
+
+function applyLoad(state: ChatState, snapshot: ThreadSnapshot): ChatState {
+  const repository = normalizeRepository(snapshot.messageRepository, snapshot.messages);
+  const active: ActiveRun | null = snapshot.active_run;
+  let run: FollowedRun | null = state.run;
+  let retiredRuns = state.retiredRuns;
+  if (active) {
+    if (state.run && state.run.id === active.run_id) {
+      // Same run: never go back below what was already applied.
+      if (state.run.status !== "running" || state.run.lastSequence > active.sequence) {
+        return state;
+      }
+    } else if (state.run) {
+      retiredRuns = retire(retiredRuns, state.run.id);
+    }
+    if (retiredRuns.includes(active.run_id)) return state;
+    run = { id: active.run_id, lastSequence: active.sequence, status: "running" };
+  } else if (state.run && state.run.status === "running") {
+    // The run ended between our last event and this snapshot.
+    run = { ...state.run, status: "succeeded" };
+  }
+  return { ...state, repository, run, retiredRuns, pending: false };
+}
+
+function retire(retired: readonly string[], runId: string): readonly string[] {
+  if (retired.includes(runId)) return retired;
+  const next = [...retired, runId];
+  return next.length > 100 ? next.slice(next.length - 100) : next;
+}
+
+function applyEvent(state: ChatState, event: RunEvent): ChatState {
+  if (!event || typeof event !== "object" || typeof event.run_id !== "string") return state;
+  if (typeof event.sequence !== "number") return state;
+  if (state.retiredRuns.includes(event.run_id)) return state; // an older run
+
+  let run = state.run;
+  let retiredRuns = state.retiredRuns;
+  if (run && run.id === event.run_id) {
+    if (run.status !== "running") return state; // after the authoritative snapshot
+    if (event.sequence <= run.lastSequence) return state; // duplicate or out of order
+  } else {
+    // A run not seen before. Only its snapshot can introduce it: a token or an
+    // error cannot be placed without one.
+    if (event.type !== "snapshot") return state;
+    if (run) retiredRuns = retire(retiredRuns, run.id);
+    run = { id: event.run_id, lastSequence: 0, status: "running" };
+  }
+  run = { ...run, lastSequence: event.sequence };
+
+  switch (event.type) {
+    case "snapshot":
+      return applySnapshot({ ...state, retiredRuns }, run, event);
+    case "token":
+      return { ...state, retiredRuns, run, repository: applyToken(state.repository, event) };
+    case "error":
+      return applyError({ ...state, retiredRuns, run }, event);
+    default:
+      // An event type this client does not know: consume its sequence.
+      return { ...state, retiredRuns, run };
+  }
+}
+
+function applySnapshot(state: ChatState, run: FollowedRun, event: SnapshotEvent): ChatState {
+  const status: RunStatus = event.run_status ?? "running";
+  let repository: WireRepository;
+  if (event.messageRepository) {
+    repository = normalizeRepository(event.messageRepository, event.messages);
+  } else {
+    repository = mergePath(state.repository, event.messages ?? []);
+  }
+  return {
+    ...state,
+    repository,
+    run: { ...run, status },
+    pending: false,
+    notice: null,
+  };
+}
+
+function applyToken(repository: WireRepository, event: TokenEvent): WireRepository {
+  if (typeof event.text !== "string" || event.text === "") return repository;
+  const index = repository.messages.findIndex((m) => m.message.id === event.message_id);
+  if (index < 0) return repository;
+  const item = repository.messages[index]!;
+  const message = item.message;
+  if (message.role !== "assistant") return repository;
+  if (message.status && message.status.type !== "running") return repository;
+  const owner = runIdOf(message);
+  if (owner && owner !== event.run_id) return repository;
+  const content = [...message.content];
+  const last = content[content.length - 1];
+  if (last && last.type === "text" && typeof (last as { text?: unknown }).text === "string") {
+    content[content.length - 1] = { type: "text", text: (last as { text: string }).text + event.text };
+  } else {
+    content.push({ type: "text", text: event.text });
+  }
+  const messages = repository.messages.slice();
+  messages[index] = { ...item, message: { ...message, content, status: { type: "running" } } };
+  return { ...repository, messages };
+}
+
+function applyError(state: ChatState, event: ErrorEvent): ChatState {
+  const error: RunError = {
+    code: typeof event.code === "string" ? event.code : "error",
+    message: typeof event.error === "string" ? event.error : String(event.error),
+  };
+  // Mark the run's running message as failed until the final snapshot says more.
+  const messages = state.repository.messages.map((item) => {
+    const m = item.message;
+    if (m.role !== "assistant" || m.status?.type !== "running" || runIdOf(m) !== event.run_id) {
+      return item;
+    }
+    return {
+      ...item,
+      message: {
+        ...m,
+        status: { type: "incomplete" as const, reason: "error", error: error.message },
+      },
+    };
+  });
+  return {
+    ...state,
+    repository: { ...state.repository, messages },
+    errors: { ...state.errors, [event.run_id]: error },
+  };
+}
+
+export function runIdOf(message: WireMessage): string | undefined {
+  const meta = message.metadata;
+  if (!meta) return undefined;
+  const custom = meta.custom?.runId;
+  if (typeof custom === "string" && custom) return custom;
+  return typeof meta.runId === "string" && meta.runId ? meta.runId : undefined;
+}
+
+/** Repairs what a careless producer could send: a headId that is missing. */
+function normalizeRepository(repo: WireRepository | undefined, path: WireMessage[] | undefined): WireRepository {
+  if (!repo || !Array.isArray(repo.messages)) {
+    return pathToRepository(path ?? []);
+  }
+  const messages = repo.messages.filter((m) => m && m.message && typeof m.message.id === "string");
+  let headId = repo.headId ?? null;
+  if (headId === null || !messages.some((m) => m.message.id === headId)) {
+    headId = path?.at(-1)?.id ?? messages.at(-1)?.message.id ?? null;
+  }
+  return { headId, messages };
+}
+
+function pathToRepository(path: WireMessage[]): WireRepository {
+  const messages: WireRepositoryItem[] = path.map((message, i) => ({
+    message,
+    parentId: i === 0 ? null : path[i - 1]!.id,
+  }));
+  return { headId: path.at(-1)?.id ?? null, messages };
+}
+
+/** Folds an interim snapshot's root-to-head path into the tree. */
+function mergePath(repository: WireRepository, path: WireMessage[]): WireRepository {
+  if (path.length === 0) return repository;
+  const messages = repository.messages.slice();
+  const indexById = new Map(messages.map((m, i) => [m.message.id, i] as const));
+  path.forEach((message, i) => {
+    const parentId = i === 0 ? null : path[i - 1]!.id;
+    const at = indexById.get(message.id);
+    if (at === undefined) {
+      indexById.set(message.id, messages.length);
+      messages.push({ message, parentId });
+    } else {
+      messages[at] = { message, parentId: messages[at]!.parentId };
+    }
+  });
+  return { headId: path.at(-1)!.id, messages };
+}
+
+function addMessage(repository: WireRepository, message: WireMessage, parentId: string | null): WireRepository {
+  const messages = repository.messages.filter((m) => m.message.id !== message.id);
+  messages.push({ message, parentId });
+  return { headId: message.id, messages };
+}
+
+function removeMessage(repository: WireRepository, id: string): WireRepository {
+  const item = repository.messages.find((m) => m.message.id === id);
+  if (!item) return repository;
+  const messages = repository.messages.filter((m) => m.message.id !== id && m.parentId !== id);
+  let headId = repository.headId;
+  if (headId === id) {
+    headId = item.parentId ?? lastLeaf(messages);
+  }
+  return { headId, messages };
+}
+
+function lastLeaf(messages: WireRepositoryItem[]): string | null {
+  const parents = new Set(messages.map((m) => m.parentId));
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (!parents.has(messages[i]!.message.id)) return messages[i]!.message.id;
+  }
+  return null;
+}
+
+/** The root-to-head path of a repository. */
+export function visiblePath(repository: WireRepository): WireMessage[] {
+  const byId = new Map(repository.messages.map((m) => [m.message.id, m] as const));
+  const path: WireMessage[] = [];
+  let id = repository.headId;
+  const seen = new Set<string>();
+  while (id !== null && !seen.has(id)) {
+    seen.add(id);
+    const item = byId.get(id);
+    if (!item) break;
+    path.push(item.message);
+    id = item.parentId;
+  }
+  return path.reverse();
+}
+
+/** The text of a message's text parts. */
+export function messageText(message: WireMessage): string {
+  return message.content
+    .filter((p): p is { type: "text"; text: string } => p.type === "text" && typeof (p as { text?: unknown }).text === "string")
+    .map((p) => p.text)
+    .join("");
+}
