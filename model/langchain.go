@@ -242,10 +242,10 @@ func (m *providerModel) keyHint() string {
 }
 
 var (
-	reBearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;]+`)
+	reBearer = regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;()\[\]]+`)
 	reSK     = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{4,}`)
 	reURLKey = regexp.MustCompile(`(?i)([?&](?:api_?)?key=)[^&\s"']+`)
-	reHeader = regexp.MustCompile(`(?i)((?:x-api-key|x-goog-api-key|api-key)\s*[:=]\s*)[^\s"',;]+`)
+	reHeader = regexp.MustCompile(`(?i)((?:x-api-key|x-goog-api-key|api-key)\s*[:=]\s*)[^\s"',;()\[\]]+`)
 )
 
 // redact removes the model's key and anything that looks like a secret.

@@ -1,0 +1,199 @@
+package model
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+	"github.com/tmc/langchaingo/llms"
+)
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, key, want string
+	}{
+		{"key literal", "bad key abc123XYZ here", "abc123XYZ", "bad key [redacted] here"},
+		{"short key is not replaced", "a b c", "b", "a b c"},
+		{"openai-style key", "Incorrect API key provided: sk-proj-AbC_12-34xyz.", "", "Incorrect API key provided: sk-[redacted]."},
+		{"bearer", `header "Authorization: Bearer eyJhbGciOi.x.y" sent`, "", `header "Authorization: Bearer [redacted]" sent`},
+		{"bearer in parentheses", "(Bearer tok123)", "", "(Bearer [redacted])"},
+		{"bearer of a redacted key", "(Bearer sk-abcdef)", "sk-abcdef", "(Bearer [redacted])"},
+		{"url key", "GET https://x/v1beta/models?alt=sse&key=AIzaSyXYZ failed", "", "GET https://x/v1beta/models?alt=sse&key=[redacted] failed"},
+		{"api key header", "x-api-key: abcdef; next", "", "x-api-key: [redacted]; next"},
+		{"nothing secret", "rate limit reached for gpt-4o", "k3y-not-present", "rate limit reached for gpt-4o"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := redact(tc.in, tc.key); got != tc.want {
+				t.Fatalf("redact(%q): got %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOllamaURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"127.0.0.1", "http://127.0.0.1:11434"},
+		{"0.0.0.0:11434", "http://127.0.0.1:11434"},
+		{"gpu-box:8080", "http://gpu-box:8080"},
+		{"http://gpu-box:11434/", "http://gpu-box:11434"},
+		{"https://ollama.example.com", "https://ollama.example.com:443"},
+		{"http://proxy:80/ollama", "http://proxy:80/ollama"},
+		{"[::1]:11434", "http://[::1]:11434"},
+	}
+	for _, tc := range tests {
+		if got := ollamaURL(tc.in); got != tc.want {
+			t.Errorf("ollamaURL(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseDataURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in       string
+		wantOK   bool
+		wantMIME string
+		wantData string
+	}{
+		{"data:image/png;base64,aGVsbG8=", true, "image/png", "hello"},
+		{"data:image/jpeg;base64,", true, "image/jpeg", ""},
+		{"data:image/png,hello", false, "", ""},
+		{"data:;base64,aGVsbG8=", false, "", ""},
+		{"data:image/png;base64,!!!", false, "", ""},
+		{"https://example.com/a.png", false, "", ""},
+		{"/api/v1/attachments/123", false, "", ""},
+	}
+	for _, tc := range tests {
+		mime, data, ok := parseDataURL(tc.in)
+		if ok != tc.wantOK || mime != tc.wantMIME || string(data) != tc.wantData {
+			t.Errorf("parseDataURL(%q): got %q, %q, %v, want %q, %q, %v", tc.in, mime, data, ok, tc.wantMIME, tc.wantData, tc.wantOK)
+		}
+	}
+}
+
+func TestStopReasonAndUsage(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"stop": "stop", "": "stop", "end_turn": "stop", "length": "length", "max_tokens": "length",
+		"FinishReasonMaxTokens": "length", "FinishReasonStop": "stop", "content_filter": "stop"} {
+		if got := stopReason(in); got != want {
+			t.Errorf("stopReason(%q): got %q, want %q", in, got, want)
+		}
+	}
+	tests := []struct {
+		name         string
+		info         map[string]any
+		wantP, wantC int
+	}{
+		{"openai and ollama", map[string]any{"PromptTokens": 10, "CompletionTokens": 3}, 10, 3},
+		{"anthropic", map[string]any{"InputTokens": 7, "OutputTokens": 2}, 7, 2},
+		{"googleai int32", map[string]any{"PromptTokens": int32(5), "CompletionTokens": int32(1)}, 5, 1},
+		{"none", nil, 0, 0},
+	}
+	for _, tc := range tests {
+		if p, c := usage(tc.info); p != tc.wantP || c != tc.wantC {
+			t.Errorf("usage %s: got %d/%d, want %d/%d", tc.name, p, c, tc.wantP, tc.wantC)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{60 * time.Second: "60s", 90 * time.Second: "90s", 200 * time.Millisecond: "200ms", 1500 * time.Millisecond: "1.5s"} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v): got %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestToMessages(t *testing.T) {
+	t.Parallel()
+	req := thread.ModelRequest{Messages: []thread.ModelMessage{
+		{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: "sys1"}, {Type: "text", Text: "sys2"}}},
+		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "look"}, {Type: "image", Image: "data:image/png;base64,aGVsbG8="},
+			{Type: "image", Image: "/api/v1/attachments/1"}}},
+		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: ""}}}, // an empty failed reply
+		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: "a"}, {Type: "text", Text: "b"}}},
+		{Role: checkpoint.RoleUser, Attachments: []checkpoint.Attachment{{Name: "f.txt", Content: []checkpoint.Part{{Type: "text", Text: "file"}}}}},
+	}}
+	tests := []struct {
+		provider string
+		vision   bool
+		want     []llms.MessageContent
+	}{
+		{"openai", true, []llms.MessageContent{
+			{Role: llms.ChatMessageTypeSystem, Parts: []llms.ContentPart{llms.TextContent{Text: "sys1\n\nsys2"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "look\n\n[an image was attached but could not be read]"},
+				llms.ImageURLContent{URL: "data:image/png;base64,aGVsbG8="}}},
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.TextContent{Text: "a\n\nb"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "[f.txt]\nfile"}}},
+		}},
+		{"anthropic", true, []llms.MessageContent{
+			{Role: llms.ChatMessageTypeSystem, Parts: []llms.ContentPart{llms.TextContent{Text: "sys1\n\nsys2"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "look\n\n[an image was attached but could not be read]"},
+				llms.BinaryContent{MIMEType: "image/png", Data: []byte("hello")}}},
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.TextContent{Text: "a\n\nb"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "[f.txt]\nfile"}}},
+		}},
+		{"ollama", false, []llms.MessageContent{
+			{Role: llms.ChatMessageTypeSystem, Parts: []llms.ContentPart{llms.TextContent{Text: "sys1\n\nsys2"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "look\n\n[an image was attached; this model cannot see images]\n\n[an image was attached; this model cannot see images]"}}},
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.TextContent{Text: "a\n\nb"}}},
+			{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: "[f.txt]\nfile"}}},
+		}},
+	}
+	for _, tc := range tests {
+		got := toMessages(req, tc.provider, tc.vision)
+		if g, w := describe(got), describe(tc.want); g != w {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.provider, g, w)
+		}
+	}
+}
+
+func describe(ms []llms.MessageContent) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(string(m.Role))
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				b.WriteString(" text=" + p.Text)
+			case llms.ImageURLContent:
+				b.WriteString(" image_url=" + p.URL)
+			case llms.BinaryContent:
+				b.WriteString(" binary=" + p.MIMEType + ":" + string(p.Data))
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestProviderMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		err  error
+		want string
+	}{
+		{"openai", `{"error":{"message":"Rate limit reached","type":"requests"}}`, nil, "Rate limit reached"},
+		{"ollama", `{"error":"model 'x' not found"}`, nil, "model 'x' not found"},
+		{"google array", `[{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}]`, nil, "Resource exhausted"},
+		{"plain text", "upstream connect error", nil, "upstream connect error"},
+		{"no body", "", errors.New("boom"), "boom"},
+		{"nothing", "", nil, "no message"},
+	}
+	for _, tc := range tests {
+		if got := providerMessage([]byte(tc.body), tc.err); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
