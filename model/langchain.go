@@ -188,7 +188,7 @@ func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onT
 	if maxTokens > 0 {
 		opts = append(opts, llms.WithMaxTokens(maxTokens))
 	}
-	resp, err := llm.GenerateContent(cctx, msgs, opts...)
+	resp, err := generate(cctx, llm, msgs, opts)
 	mu.Lock()
 	finished = true
 	te := tokErr
@@ -212,6 +212,17 @@ func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onT
 		res.PromptTokens, res.CompletionTokens = usage(c.GenerationInfo)
 	}
 	return res, nil
+}
+
+// generate calls the provider, turning a panic of the provider client (such
+// as langchaingo's googleai on an empty stream) into an error.
+func generate(ctx context.Context, llm llms.Model, msgs []llms.MessageContent, opts []llms.CallOption) (resp *llms.ContentResponse, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = nil, fmt.Errorf("the provider client failed on the response: %v", v)
+		}
+	}()
+	return llm.GenerateContent(ctx, msgs, opts...)
 }
 
 // failure maps a provider error, or a stream the transport saw cut off,

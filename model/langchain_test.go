@@ -43,6 +43,9 @@ type dialect struct {
 	finish      func(reason string) string // with usage: 12 prompt, 4 completion tokens
 	errBody     func(msg string) string
 	lengthStop  string // the provider's "ran out of tokens" reason; "" if langchaingo drops it
+	empty       string // a complete response without any reply
+	// promptOnlyUsage: langchaingo reports only the prompt tokens reliably.
+	promptOnlyUsage bool
 }
 
 func js(v any) string {
@@ -85,6 +88,7 @@ var openaiDialect = dialect{
 		return js(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": "x"}})
 	},
 	lengthStop: "length",
+	empty:      "data: [DONE]\n\n",
 }
 
 var anthropicDialect = dialect{
@@ -115,6 +119,7 @@ var anthropicDialect = dialect{
 		return js(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": msg}})
 	},
 	lengthStop: "max_tokens",
+	empty:      "",
 }
 
 var ollamaDialect = dialect{
@@ -132,9 +137,43 @@ var ollamaDialect = dialect{
 			"total_duration": 1000, "prompt_eval_count": 12, "eval_count": 4}) + "\n"
 	},
 	errBody: func(msg string) string { return js(map[string]any{"error": msg}) },
+	empty:   "",
 }
 
-var dialects = []dialect{openaiDialect, anthropicDialect, ollamaDialect}
+// googleaiDialect is the Gemini REST API's streamGenerateContent: one JSON
+// array whose elements arrive as the model produces them.
+var googleaiDialect = dialect{
+	provider:    "googleai",
+	path:        "/v1beta/models/test-model:streamGenerateContent",
+	contentType: "application/json",
+	start: func() string {
+		// Gemini repeats usageMetadata in every chunk; langchaingo v0.1.14
+		// (generative-ai-go) keeps only the first chunk's.
+		return "[" + js(map[string]any{"candidates": []any{map[string]any{"index": 0,
+			"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": ""}}}}},
+			"usageMetadata": map[string]any{"promptTokenCount": 12, "totalTokenCount": 12}})
+	},
+	chunk: func(tok string) string {
+		return ",\r\n" + js(map[string]any{"candidates": []any{map[string]any{"index": 0,
+			"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": tok}}}}}})
+	},
+	finish: func(reason string) string {
+		if reason == "stop" {
+			reason = "STOP"
+		}
+		return ",\r\n" + js(map[string]any{"candidates": []any{map[string]any{"index": 0, "finishReason": reason,
+			"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": ""}}}}},
+			"usageMetadata": map[string]any{"promptTokenCount": 12, "candidatesTokenCount": 4, "totalTokenCount": 16}}) + "]"
+	},
+	errBody: func(msg string) string {
+		return js(map[string]any{"error": map[string]any{"code": 400, "message": msg, "status": "FAILED_PRECONDITION"}})
+	},
+	lengthStop:      "MAX_TOKENS",
+	promptOnlyUsage: true,
+	empty:           "[]",
+}
+
+var dialects = []dialect{openaiDialect, anthropicDialect, ollamaDialect, googleaiDialect}
 
 // fake is a provider server. Its behaviour is fixed per test.
 type fake struct {
@@ -191,7 +230,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", f.d.contentType)
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, f.d.start())
+	if f.mode != "empty" {
+		_, _ = io.WriteString(w, f.d.start())
+	}
 	switch f.mode {
 	case "ok":
 		for _, tok := range tokens {
@@ -200,6 +241,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		_, _ = io.WriteString(w, f.d.finish(f.reason))
 		flush()
+	case "empty": // a well-formed stream with no reply in it
+		_, _ = io.WriteString(w, f.d.empty)
 	case "cut": // two tokens, then the connection drops mid-stream
 		for _, tok := range tokens[:2] {
 			_, _ = io.WriteString(w, f.d.chunk(tok))
@@ -299,7 +342,9 @@ func roles(body map[string]any) []string {
 func checkRequest(t *testing.T, provider string, c captured) {
 	t.Helper()
 	b := c.body
-	if got := get(b, "stream"); got != true {
+	// Gemini streams through its streamGenerateContent path (the fake
+	// serves no other); the others say so in the body.
+	if got := get(b, "stream"); got != true && provider != "googleai" {
 		t.Errorf("stream: got %v, want true", got)
 	}
 	switch provider {
@@ -348,6 +393,31 @@ func checkRequest(t *testing.T, provider string, c captured) {
 		if got := get(b, "temperature"); got != 0.2 {
 			t.Errorf("temperature: got %v, want 0.2", got)
 		}
+	case "googleai":
+		if got := c.header.Get("X-Goog-Api-Key"); got != testKey {
+			t.Errorf("x-goog-api-key: got %q, want the key", got)
+		}
+		if got := get(b, "systemInstruction", "parts", 0, "text"); got != "be brief" {
+			t.Errorf("systemInstruction: got %v, want %q", got, "be brief")
+		}
+		var rs []string
+		contents, _ := b["contents"].([]any)
+		for i := range contents {
+			r, _ := get(contents, i, "role").(string)
+			rs = append(rs, r)
+		}
+		if want := []string{"user", "model", "user"}; !slices.Equal(rs, want) {
+			t.Errorf("roles: got %v, want %v", rs, want)
+		}
+		if got := get(b, "contents", -1, "parts", 0, "text"); got != wantLastText {
+			t.Errorf("last user text: got %v, want %q", got, wantLastText)
+		}
+		if got, mime := get(b, "contents", -1, "parts", 1, "inlineData", "data"), get(b, "contents", -1, "parts", 1, "inlineData", "mimeType"); got != pngB64 || mime != "image/png" {
+			t.Errorf("image part: got %v %v, want inline image/png data", mime, got)
+		}
+		if got, _ := get(b, "generationConfig", "temperature").(float64); got < 0.199 || got > 0.201 {
+			t.Errorf("temperature: got %v, want 0.2", got)
+		}
 	case "ollama":
 		if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
 			t.Errorf("Authorization: got %q, want %q (api_key_env set)", got, want)
@@ -391,7 +461,7 @@ func TestProviderStream(t *testing.T) {
 			if !slices.Equal(got, tokens) {
 				t.Fatalf("tokens: got %q, want %q one by one in order", got, tokens)
 			}
-			if res.PromptTokens != 12 || res.CompletionTokens != 4 {
+			if res.PromptTokens != 12 || (res.CompletionTokens != 4 && !d.promptOnlyUsage) {
 				t.Fatalf("usage: got %d prompt / %d completion, want 12 / 4", res.PromptTokens, res.CompletionTokens)
 			}
 			if res.StopReason != "stop" || res.Model != "test-model" {
@@ -440,6 +510,8 @@ func TestProviderEnvConventions(t *testing.T) {
 				vars["ANTHROPIC_API_KEY"], vars["ANTHROPIC_BASE_URL"] = testKey, f.srv.URL+"/v1"
 			case "ollama":
 				vars["OLLAMA_HOST"] = f.srv.URL
+			case "googleai":
+				t.Skip("the Google endpoint is only configurable in the models file")
 			}
 			m := resolve(t, newRegistry(t, vars), d.provider+":test-model")
 			toks, _, err := collect(t, m, context.Background(), visionReq())
@@ -591,5 +663,23 @@ func TestProviderUnreachable(t *testing.T) {
 	var me *thread.ModelError
 	if !errors.As(err, &me) || me.Code != thread.EModelError || strings.Contains(me.Message, testKey) {
 		t.Fatalf("error: got %v, want model_error without the key", err)
+	}
+}
+
+// TestProviderEmptyStream: a stream that ends without a reply is an empty
+// answer or a model_error, never a panic.
+func TestProviderEmptyStream(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.provider, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, d, "empty")
+			toks, res, err := collect(t, resolve(t, f.registry(t, "5s", true), "m"), context.Background(), userReq("hi", 1))
+			var me *thread.ModelError
+			if len(toks) != 0 || (err != nil && (!errors.As(err, &me) || me.Code != thread.EModelError)) {
+				t.Fatalf("got %q, %+v, %v, want no tokens and either success or model_error", toks, res, err)
+			}
+			t.Logf("result %+v, error %v", res, err)
+		})
 	}
 }
