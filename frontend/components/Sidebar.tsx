@@ -172,7 +172,7 @@ export const Sidebar: FC = () => {
                     ✎
                   </button>
                   <button type="button" className="link" aria-label="Delete" title="Delete" onClick={() => void remove(t)}>
-                    🗑
+                    ✕
                   </button>
                 </span>
               </>

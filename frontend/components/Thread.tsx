@@ -178,12 +178,12 @@ const AssistantMessage: FC = () => (
   <MessagePrimitive.Root className="message assistant" data-testid="assistant-message">
     <div className="assistant-body" data-testid="message-text">
       <MessagePrimitive.Parts components={{ Text: MarkdownText }} />
-      <AuiIf condition={(s) => s.message.status?.type === "running" && s.message.content.length === 0}>
-        <span className="typing" aria-label="Thinking">
-          ●●●
-        </span>
-      </AuiIf>
     </div>
+    <AuiIf condition={(s) => s.message.status?.type === "running" && s.message.content.length === 0}>
+      <span className="typing" aria-label="Thinking" data-testid="typing">
+        ●●●
+      </span>
+    </AuiIf>
     <MessagePrimitive.Error>
       <ErrorPrimitive.Root className="message-error" role="alert" data-testid="message-error">
         <ErrorPrimitive.Message />
