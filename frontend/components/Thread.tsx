@@ -16,12 +16,13 @@ import { MarkdownText } from "./MarkdownText";
 
 export type Notice = { code: string; message: string } | null;
 
-export const Thread: FC<{ notice?: Notice; onDismissNotice?: () => void; placeholder?: string; empty?: ReactNode }> = ({
-  notice,
-  onDismissNotice,
-  placeholder,
-  empty,
-}) => {
+export const Thread: FC<{
+  notice?: Notice;
+  onDismissNotice?: () => void;
+  placeholder?: string;
+  empty?: ReactNode;
+  toolbar?: ReactNode;
+}> = ({ notice, onDismissNotice, placeholder, empty, toolbar }) => {
   return (
     <ThreadPrimitive.Root className="thread">
       <ThreadPrimitive.Viewport className="thread-viewport">
@@ -48,6 +49,7 @@ export const Thread: FC<{ notice?: Notice; onDismissNotice?: () => void; placeho
           <ThreadPrimitive.ScrollToBottom className="scroll-bottom" aria-label="Scroll to bottom">
             ↓
           </ThreadPrimitive.ScrollToBottom>
+          {toolbar ? <div className="composer-toolbar">{toolbar}</div> : null}
           <Composer placeholder={placeholder ?? "Message Threadline…"} />
         </ThreadPrimitive.ViewportFooter>
       </ThreadPrimitive.Viewport>

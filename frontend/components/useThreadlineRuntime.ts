@@ -17,6 +17,7 @@ import {
   ApiError,
   announceThreadsChanged,
   cancelRun,
+  getSelectedModel,
   getSnapshot,
   handoffKey,
   newId,
@@ -252,8 +253,10 @@ export function useThreadlineRuntime(threadId: string) {
         ...(optimistic ? { message: optimistic.message, parentId: optimistic.parentId } : { parentId: null }),
         ...(headId !== undefined ? { headId } : {}),
       });
+      const model = getSelectedModel();
+      const request: RunRequest = { on_disconnect: "continue", ...body, ...(model ? { run_config: { model } } : {}) };
       void follow(
-        (signal) => startRunStream(threadId, { on_disconnect: "continue", ...body }, signal),
+        (signal) => startRunStream(threadId, request, signal),
         (err) => {
           handoffsInFlight.delete(threadId);
           const error = toRunError(err);

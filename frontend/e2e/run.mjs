@@ -6,7 +6,9 @@
 //
 // 1. go build -o <tmp>/threadline ./cmd/threadline   (from the repo root)
 // 2. deploy/pg.sh start; a fresh database for this run (dropped at the end)
-// 3. the service on a free port, built-in model with a per-token delay
+// 3. the service on a free port, built-in model with a per-token delay, plus
+//    two named models: "markdown" (a fake OpenAI-compatible server, e2e/fake-
+//    openai.mjs) and "needs-key" (its key variable unset)
 // 4. next build (skip with E2E_SKIP_BUILD=1), next start on a free port with
 //    THREADLINE_API_URL pointing at the service
 // 5. the tests, in Debian's Chromium (/usr/bin/chromium, never downloaded)
@@ -14,7 +16,8 @@
 // Screenshots of failed tests go to e2e/artifacts/ (git-ignored), with the
 // service's and Next's logs. Settings: CHROMIUM_PATH, E2E_TOKEN_DELAY
 // (default 20ms), E2E_KEEP_DB=1, E2E_SKIP_BUILD=1; E2E_BASE_URL with
-// E2E_SERVICE_URL runs the tests against a stack that already runs.
+// E2E_SERVICE_URL runs the tests against a stack that already runs;
+// E2E_SCREENSHOTS=1 also keeps a screenshot of every passing test.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
@@ -22,6 +25,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startFakeOpenAI } from "./fake-openai.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const frontend = resolve(here, "..");
@@ -34,6 +38,7 @@ const started = []; // { name, child }
 let dbName = null;
 let pgStartedHere = false;
 let tmp = null;
+let fake = null;
 
 function log(...args) {
   console.log("[e2e]", ...args);
@@ -129,6 +134,7 @@ async function stopAll() {
       log(`could not stop PostgreSQL: ${err.message}`);
     }
   }
+  if (fake) await fake.close().catch(() => {});
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 }
 
@@ -166,6 +172,21 @@ async function main() {
   dbUrl.pathname = `/${dbName}`;
   log(`database ${dbName}`);
 
+  // Named models beside the built-in one: a fake OpenAI-compatible server
+  // that answers in Markdown, and a model whose key variable is not set.
+  fake = await startFakeOpenAI();
+  const modelsFile = join(tmp, "models.json");
+  writeFileSync(
+    modelsFile,
+    JSON.stringify({
+      default: "builtin",
+      models: [
+        { name: "markdown", provider: "openai", model: "fake-markdown", base_url: fake.url, api_key_env: "THREADLINE_E2E_FAKE_KEY" },
+        { name: "needs-key", provider: "openai", model: "gpt-e2e", api_key_env: "THREADLINE_E2E_MISSING_KEY" },
+      ],
+    }),
+  );
+
   const apiPort = await freePort();
   const serviceUrl = `http://127.0.0.1:${apiPort}`;
   const service = startProcess("service", bin, ["serve"], {
@@ -178,6 +199,10 @@ async function main() {
       THREADLINE_API_KEYS: "",
       THREADLINE_API_KEYS_FILE: "",
       THREADLINE_RATE_LIMIT: "0",
+      THREADLINE_MODELS_FILE: modelsFile,
+      THREADLINE_DEFAULT_MODEL: "builtin",
+      THREADLINE_E2E_FAKE_KEY: "e2e-key",
+      THREADLINE_E2E_MISSING_KEY: "",
     },
   });
   await waitFor(`${serviceUrl}/readyz`, "the service", service);

@@ -409,6 +409,42 @@ test("a model error is shown in the thread", async ({ page, ctx }) => {
   await page.getByTestId("message-error").waitFor({ timeout: 15_000 });
 });
 
+test("markdown and code blocks, with copy", async ({ page, ctx }) => {
+  const threadId = await openNewChat(page, ctx);
+  await page.getByLabel("Model").selectOption("markdown");
+  await send(page, "Answer in Markdown");
+  const reply = assistantMessages(page).last();
+  await reply.locator("pre code").waitFor({ timeout: 20_000 });
+  await waitIdle(page);
+  assert.equal(norm(await reply.locator("strong").first().innerText()), "bold");
+  assert.equal(await reply.locator("li").count(), 2);
+  const code = await reply.locator("pre code").innerText();
+  assert.ok(code.includes("def greet(name):") && code.includes('return f"hello {name}"'), code);
+  assert.equal(norm(await reply.locator(".code-header span").innerText()), "python");
+  await reply.getByRole("button", { name: "Copy code" }).waitFor();
+  const { message } = await serverReply(ctx, threadId);
+  assert.equal(message.status.type, "complete");
+  assert.ok(textOf(message).includes("```python"));
+  // The message's own copy button.
+  await reply.hover();
+  await reply.getByRole("button", { name: "Copy", exact: true }).click();
+});
+
+test("a missing model key says which variable to set", async ({ page, ctx }) => {
+  const threadId = await openNewChat(page, ctx);
+  await page.getByLabel("Model").selectOption("needs-key");
+  await send(page, "Hello?");
+  const err = page.getByTestId("message-error");
+  await err.waitFor({ timeout: 15_000 });
+  await poll(async () => {
+    const t = await err.innerText();
+    return t.includes("THREADLINE_E2E_MISSING_KEY") && t.includes("model_not_configured");
+  }, { message: "the variable's name and the code in the error" });
+  await waitIdle(page);
+  const { message } = await serverReply(ctx, threadId);
+  assert.equal(message.status.type, "incomplete");
+});
+
 test("proxy streams NDJSON unbuffered: the first token arrives while the run is running", async ({ page, ctx }) => {
   // 1) A plain fetch client through the Next proxy.
   const threadId = randomUUID();
@@ -560,6 +596,10 @@ export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, f
           new Promise((_, rej) => setTimeout(() => rej(new Error("test timed out after 90 s")), 90_000)),
         ]);
         assert.deepEqual(pageErrors, [], "no uncaught errors in the page");
+        if (process.env.E2E_SCREENSHOTS) {
+          const shot = join(artifacts, `${t.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}.ok.png`);
+          await page.screenshot({ path: shot }).catch(() => {});
+        }
         results.push({ name: t.name, ok: true, ms: Date.now() - started });
         console.log(`ok   ${t.name} (${Date.now() - started} ms)`);
       } catch (err) {

@@ -142,3 +142,30 @@ export function announceThreadsChanged(): void {
 /** The welcome page's handoff of the first message to the chat page. */
 export type Handoff = { messageId: string; text: string };
 export const handoffKey = (threadId: string) => `threadline:handoff:${threadId}`;
+
+export type ModelInfo = { name: string; provider?: string; model?: string; configured?: boolean; default?: boolean };
+
+export async function listModels(): Promise<ModelInfo[]> {
+  const body = await json<{ models: ModelInfo[] }>(await fetch(`${API_BASE}/models`, { cache: "no-store" }));
+  return Array.isArray(body.models) ? body.models : [];
+}
+
+const MODEL_KEY = "threadline:model";
+
+/** The model picked in this browser; "" for the service's default. */
+export function getSelectedModel(): string {
+  try {
+    return window.localStorage.getItem(MODEL_KEY) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+export function setSelectedModel(name: string): void {
+  try {
+    if (name) window.localStorage.setItem(MODEL_KEY, name);
+    else window.localStorage.removeItem(MODEL_KEY);
+  } catch {
+    /* storage off */
+  }
+}
