@@ -139,6 +139,7 @@ async function stopAll() {
 }
 
 async function main() {
+  rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });
   if (!existsSync(chromiumPath)) {
     throw new Error(`${chromiumPath} not found: install Debian's Chromium (apt-get install -y chromium) or set CHROMIUM_PATH`);
