@@ -1,17 +1,30 @@
 // Package pgtest gives each test its own real Postgres database: one
 // template database, migrated once per test binary, cloned per test with
-// CREATE DATABASE … TEMPLATE. It starts the project's own cluster through
-// deploy/pg.sh when THREADLINE_TEST_DATABASE_URL is not set.
+// CREATE DATABASE … TEMPLATE and dropped when the test ends.
+//
+// It connects with THREADLINE_TEST_DATABASE_URL, the URL of a maintenance
+// database as a user that may create databases (`make test` sets it). When
+// that is unset it starts the project's own cluster with `deploy/pg.sh start`
+// and uses the URL it prints, so a plain `go test ./...` works too.
+//
+// Test binaries run in parallel under `go test ./...`, so every database name
+// carries its creator: tl_tmpl_<day>_<host>_<pid>_<random> for templates and
+// tl_<day>_<host>_<pid>_<random> for clones. Nothing runs at process exit;
+// instead, creating a template drops (best effort) the databases of dead
+// processes on this host and any older than a day.
 package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +33,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/threadline/threadline/store"
@@ -30,8 +44,19 @@ var (
 	admin    string // URL of the maintenance database
 	template string // name of the migrated template
 	initErr  error
-	createMu sync.Mutex
+	createMu sync.Mutex // one CREATE DATABASE … TEMPLATE at a time per process
+	host     = hostID()
 )
+
+// hostID names this host and PID namespace in 6 hex digits, so that process
+// ids in database names are only compared with processes that can be seen.
+func hostID() string {
+	h := fnv.New32a()
+	name, _ := os.Hostname()
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	h.Write([]byte(name + "\x00" + ns))
+	return fmt.Sprintf("%06x", h.Sum32()&0xffffff)
+}
 
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -44,10 +69,31 @@ func repoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
+			return "", errors.New("no go.mod above the working directory, and THREADLINE_TEST_DATABASE_URL is not set")
 		}
 		dir = parent
 	}
+}
+
+// startCluster runs deploy/pg.sh start and returns the URL it prints.
+func startCluster() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(root, "deploy", "pg.sh"), "start")
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("deploy/pg.sh start: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	u := strings.TrimSpace(lines[len(lines)-1])
+	if u == "" {
+		return "", errors.New("deploy/pg.sh start printed no URL")
+	}
+	return u, nil
 }
 
 func withDB(base, name string) string {
@@ -56,26 +102,22 @@ func withDB(base, name string) string {
 		return base
 	}
 	u.Path = "/" + name
+	u.RawPath = ""
 	return u.String()
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+func dbName(prefix string) string {
+	return fmt.Sprintf("%s%s_%s_%d_%08d", prefix, time.Now().UTC().Format("20060102"), host, os.Getpid(), rand.IntN(1e8))
 }
 
 func setup() {
 	admin = os.Getenv("THREADLINE_TEST_DATABASE_URL")
 	if admin == "" {
-		root, err := repoRoot()
-		if err != nil {
-			initErr = err
+		if admin, initErr = startCluster(); initErr != nil {
 			return
 		}
-		cmd := exec.Command(filepath.Join(root, "deploy", "pg.sh"), "start")
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			initErr = fmt.Errorf("deploy/pg.sh start: %w", err)
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		admin = strings.TrimSpace(lines[len(lines)-1])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -86,46 +128,55 @@ func setup() {
 	}
 	defer conn.Close(ctx)
 	dropStale(ctx)
-	template = fmt.Sprintf("tl_tmpl_%s_%d_%06d", time.Now().UTC().Format("20060102"), os.Getpid(), rand.IntN(1e6))
-	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{template}.Sanitize()); err != nil {
+	template = dbName("tl_tmpl_")
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+ident(template)); err != nil {
 		initErr = fmt.Errorf("create template: %w", err)
 		return
 	}
-	if err := store.MigrateUp(ctx, withDB(admin, template)); err != nil {
-		initErr = fmt.Errorf("migrate template: %w", err)
+	err = store.MigrateUp(ctx, withDB(admin, template))
+	if err == nil {
+		// A template nobody can connect to: CREATE DATABASE … TEMPLATE fails
+		// while anyone is connected to its source.
+		_, err = conn.Exec(ctx, `ALTER DATABASE `+ident(template)+` WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`)
+	}
+	if err != nil {
+		initErr = fmt.Errorf("migrate template %s: %w", template, err)
+		_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+ident(template)+` WITH (FORCE)`)
 		return
 	}
-	// Mark it a template so nobody keeps a connection to it by accident.
-	if _, err := conn.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{template}.Sanitize()+` WITH IS_TEMPLATE true`); err != nil {
-		initErr = fmt.Errorf("mark template: %w", err)
-	}
+	// Connections that MigrateUp closed may still be on their way out.
+	_, _ = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, template)
 }
 
-// New returns the URL of a fresh migrated database, dropped when the test ends.
+// New returns the URL of a fresh database cloned from the migrated template,
+// dropped when the test ends.
 func New(t testing.TB) string {
 	t.Helper()
 	once.Do(setup)
 	if initErr != nil {
 		t.Fatalf("pgtest: %v", initErr)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	name := fmt.Sprintf("tl_%d_%08d", os.Getpid(), rand.IntN(1e8))
+	name := dbName("tl_")
 	createMu.Lock()
 	for attempt := 0; ; attempt++ {
-		_, err = conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE `+pgx.Identifier{template}.Sanitize())
-		if err == nil || attempt == 20 || !strings.Contains(err.Error(), "being accessed by other users") {
+		_, err = conn.Exec(ctx, `CREATE DATABASE `+ident(name)+` TEMPLATE `+ident(template))
+		var pgErr *pgconn.PgError
+		// 55006: "source database is being accessed by other users".
+		if err == nil || attempt == 30 || !errors.As(err, &pgErr) || pgErr.Code != "55006" {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(time.Duration(20*(attempt+1)) * time.Millisecond)
 	}
 	createMu.Unlock()
 	if err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+		t.Fatalf("pgtest: create database from template %s: %v", template, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -136,14 +187,14 @@ func New(t testing.TB) string {
 			return
 		}
 		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+ident(name)+` WITH (FORCE)`); err != nil {
 			t.Errorf("pgtest: drop %s: %v", name, err)
 		}
 	})
 	return withDB(admin, name)
 }
 
-// Pool opens a pool to a fresh database, closed when the test ends.
+// Pool opens a pool to a fresh database (see New), closed when the test ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), New(t))
@@ -154,9 +205,37 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+var nameRE = regexp.MustCompile(`^tl_(?:tmpl_)?([0-9]{8})_([0-9a-f]{6})_([0-9]+)_[0-9]+$`)
+
+// stale reports whether a database this package named belongs to a process
+// that has exited, or is older than a day.
+func stale(name string, now time.Time) bool {
+	m := nameRE.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	day, err := time.Parse("20060102", m[1])
+	if err != nil {
+		return false
+	}
+	if now.Sub(day) > 48*time.Hour { // the day began more than 48h ago: over a day old
+		return true
+	}
+	if m[2] != host {
+		return false // its process cannot be seen from here
+	}
+	pid, err := strconv.Atoi(m[3])
+	if err != nil || pid == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
 // dropStale drops, best effort, databases left by test binaries that have
-// exited. It uses its own connection (a failed ALTER of a database another
-// process is dropping ends the connection) and one process at a time.
+// exited or are older than a day. It uses its own connection (a failed ALTER
+// of a database another process is dropping ends the connection) and runs in
+// one process at a time.
 func dropStale(ctx context.Context) {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -167,24 +246,26 @@ func dropStale(ctx context.Context) {
 	if conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(727274)`).Scan(&locked) != nil || !locked {
 		return
 	}
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ '^tl_(tmpl_[0-9]+_)?[0-9]+_' AND datconnlimit <> -2`)
-	if err == nil {
-		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range names {
-			parts := strings.Split(strings.TrimPrefix(n, "tl_tmpl_"), "_")
-			pidField := parts[0]
-			if strings.HasPrefix(n, "tl_tmpl_") && len(parts) > 1 {
-				pidField = parts[1]
-			} else if !strings.HasPrefix(n, "tl_tmpl_") {
-				pidField = strings.Split(strings.TrimPrefix(n, "tl_"), "_")[0]
-			}
-			pid, err := strconv.Atoi(pidField)
-			if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
-				continue
-			}
-			id := pgx.Identifier{n}.Sanitize()
-			_, _ = conn.Exec(ctx, `ALTER DATABASE `+id+` WITH IS_TEMPLATE false`)
-			_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+id+` WITH (FORCE)`)
+	// datconnlimit -2 marks a database a DROP left half done (Postgres ≥ 15.4).
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'tl\_%' AND datconnlimit <> -2`)
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	now := time.Now().UTC()
+	for _, n := range names {
+		if !stale(n, now) {
+			continue
 		}
+		if _, err := conn.Exec(ctx, `ALTER DATABASE `+ident(n)+` WITH IS_TEMPLATE false`); err != nil {
+			if conn.IsClosed() {
+				return
+			}
+			continue
+		}
+		_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+ident(n)+` WITH (FORCE)`)
 	}
 }
