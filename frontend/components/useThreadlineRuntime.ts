@@ -248,6 +248,7 @@ export function useThreadlineRuntime(threadId: string) {
   const run = useCallback(
     (body: RunRequest, optimistic?: { message: WireMessage; parentId: string | null }, headId?: string | null) => {
       cancelWanted.current = false;
+      const restoreHeadId = stateRef.current.repository.headId;
       dispatch({
         type: "request",
         ...(optimistic ? { message: optimistic.message, parentId: optimistic.parentId } : { parentId: null }),
@@ -265,6 +266,7 @@ export function useThreadlineRuntime(threadId: string) {
             dispatch({
               type: "request_failed",
               ...(optimistic ? { messageId: optimistic.message.id } : {}),
+              restoreHeadId,
               error: error.code === "run_in_progress" ? error : null,
             });
             void resync(1);
@@ -273,6 +275,7 @@ export function useThreadlineRuntime(threadId: string) {
           dispatch({
             type: "request_failed",
             ...(optimistic ? { messageId: optimistic.message.id } : {}),
+            restoreHeadId,
             error,
           });
           return true;

@@ -55,7 +55,7 @@ export type ChatAction =
   /** A request is about to be sent; `message` is shown until the first snapshot. */
   | { type: "request"; message?: WireMessage; parentId: string | null; headId?: string | null }
   /** The request was refused before a stream started. */
-  | { type: "request_failed"; error: RunError | null; messageId?: string }
+  | { type: "request_failed"; error: RunError | null; messageId?: string; restoreHeadId?: string | null }
   /** The followed run's stream ended without its final snapshot. */
   | { type: "stream_lost"; error?: RunError }
   /** The user picked another branch (view state). */
@@ -95,6 +95,10 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "request_failed": {
       let repository = state.repository;
       if (action.messageId) repository = removeMessage(repository, action.messageId);
+      const restore = action.restoreHeadId;
+      if (restore !== undefined && (restore === null || repository.messages.some((m) => m.message.id === restore))) {
+        repository = { ...repository, headId: restore };
+      }
       return { ...state, repository, pending: false, notice: action.error };
     }
     case "stream_lost": {

@@ -238,3 +238,32 @@ test("set_head switches the shown branch, only to a known message", () => {
   assert.deepEqual(visiblePath(s.repository).map((m) => m.id), ["u1", "a1"]);
   assert.equal(chatReducer(s, { type: "set_head", headId: "zzz" }), s);
 });
+
+test("a refused regenerate or edit brings back the branch that was shown", () => {
+  const a1 = assistant("a1", "one", "r1", { type: "complete", reason: "stop" });
+  const loaded: ThreadSnapshot = {
+    thread_id: T,
+    checkpoint_id: "a1",
+    messages: [u1, a1],
+    messageRepository: repo([[u1, null], [a1, "u1"]], "a1"),
+    active_run: null,
+  };
+  const s0 = chatReducer(initialChatState, { type: "load", snapshot: loaded });
+  // Regenerate: the view moves to the user message while the request is out.
+  const regen = chatReducer(s0, { type: "request", parentId: "u1", headId: "u1" });
+  assert.equal(regen.repository.headId, "u1");
+  const back = chatReducer(regen, { type: "request_failed", error: null, restoreHeadId: "a1" });
+  assert.equal(back.repository.headId, "a1");
+  assert.equal(back.notice, null);
+  // Edit: an optimistic sibling of u1 is shown, then taken back.
+  const edit = chatReducer(s0, { type: "request", message: user("u2", "edited", ""), parentId: null });
+  assert.deepEqual(visiblePath(edit.repository).map((m) => m.id), ["u2"]);
+  const undone = chatReducer(edit, {
+    type: "request_failed",
+    messageId: "u2",
+    restoreHeadId: "a1",
+    error: { code: "invalid_fork", message: "no" },
+  });
+  assert.deepEqual(visiblePath(undone.repository).map((m) => m.id), ["u1", "a1"]);
+  assert.equal(undone.repository.messages.length, 2);
+});
