@@ -339,6 +339,10 @@ test("welcome handoff sends the first message once", async ({ page, ctx }) => {
   const snap = await ctx.snapshot(threadId);
   assert.equal(snap.messageRepository.messages.filter((m) => m.message.role === "user").length, 1);
   assert.equal(snap.messageRepository.messages.length, 2);
+  // "New chat" goes back to the welcome composer.
+  await page.getByTestId("new-chat").click();
+  await page.waitForURL("**/welcome");
+  await composer(page).waitFor();
 });
 
 test("rename and delete a thread", async ({ page, ctx }) => {
