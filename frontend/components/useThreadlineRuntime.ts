@@ -32,9 +32,27 @@ import { readNdjson } from "@/lib/ndjson";
 import { chatReducer, initialChatState, isRunning, type RunError } from "@/lib/reducer";
 import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "@/lib/types";
 
+/** A failed upload: already shown in the thread, so not an uncaught error. */
+export class AttachmentUploadError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AttachmentUploadError";
+  }
+}
+
+// The composer rejects its send() when an attachment fails to upload (it
+// keeps the draft), and the Send button does not catch that rejection.
+if (typeof window !== "undefined") {
+  window.addEventListener("unhandledrejection", (event) => {
+    if (event.reason instanceof AttachmentUploadError) event.preventDefault();
+  });
+}
+
 /** Uploads on send; the service's attachment id goes into the run request. */
 export class UploadAttachmentAdapter implements AttachmentAdapter {
   accept = "image/*";
+
+  constructor(private readonly onError?: (error: RunError) => void) {}
 
   async add({ file }: { file: File }): Promise<PendingAttachment> {
     return {
@@ -48,7 +66,15 @@ export class UploadAttachmentAdapter implements AttachmentAdapter {
   }
 
   async send(attachment: PendingAttachment): Promise<CompleteAttachment> {
-    const uploaded = await uploadAttachment(attachment.file);
+    let uploaded;
+    try {
+      uploaded = await uploadAttachment(attachment.file);
+    } catch (err) {
+      const e = toRunError(err);
+      const message = `Could not upload ${attachment.name}: ${e.message}`;
+      this.onError?.({ code: e.code, message });
+      throw new AttachmentUploadError(message, { cause: err });
+    }
     return {
       id: uploaded.id,
       type: "image",
@@ -354,7 +380,7 @@ export function useThreadlineRuntime(threadId: string) {
     const s = stateRef.current;
     if (s.run && s.run.status === "running") {
       await cancelRun(threadId, s.run.id).catch((err) => {
-        dispatch({ type: "stream_lost", error: toRunError(err) });
+        dispatch({ type: "notice", error: toRunError(err) });
       });
     } else if (s.pending) {
       cancelWanted.current = true;
@@ -368,12 +394,15 @@ export function useThreadlineRuntime(threadId: string) {
       if (!head || head === s.repository.headId || isRunning(s)) return;
       if (!s.repository.messages.some((m) => m.message.id === head)) return;
       dispatch({ type: "set_head", headId: head });
-      putHead(threadId, head).catch((err) => dispatch({ type: "stream_lost", error: toRunError(err) }));
+      putHead(threadId, head).catch((err) => dispatch({ type: "notice", error: toRunError(err) }));
     },
     [threadId],
   );
 
-  const attachmentAdapter = useMemo(() => new UploadAttachmentAdapter(), []);
+  const attachmentAdapter = useMemo(
+    () => new UploadAttachmentAdapter((error) => dispatch({ type: "notice", error })),
+    [],
+  );
   const messageRepository = useMemo(
     () => toExportedRepository(state.repository, state.errors),
     [state.repository, state.errors],

@@ -429,6 +429,23 @@ test("attach an image", async ({ page, ctx }) => {
   });
 });
 
+test("an image over the size limit is refused with a message", async ({ page, ctx }) => {
+  const threadId = await openNewChat(page, ctx);
+  const chooser = page.waitForEvent("filechooser");
+  await page.getByRole("button", { name: "Attach image" }).click();
+  // Over the service's default 10 MiB attachment limit.
+  const big = Buffer.concat([redPng(), Buffer.alloc(11 * 1024 * 1024)]);
+  await (await chooser).setFiles({ name: "big.png", mimeType: "image/png", buffer: big });
+  await page.getByTestId("composer-attachment").waitFor();
+  await send(page, "Too big?");
+  const notice = page.getByTestId("thread-notice");
+  await notice.waitFor({ timeout: 20_000 });
+  const text = await notice.innerText();
+  assert.ok(text.includes("big.png") && text.includes("too_large"), text);
+  // Nothing was sent.
+  assert.equal((await ctx.service(`/threads/${threadId}/messages`)).status, 404);
+});
+
 test("a model error is shown in the thread", async ({ page, ctx }) => {
   const threadId = await openNewChat(page, ctx);
   await send(page, "/fail model_not_configured");

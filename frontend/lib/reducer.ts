@@ -60,6 +60,8 @@ export type ChatAction =
   | { type: "stream_lost"; error?: RunError }
   /** The user picked another branch (view state). */
   | { type: "set_head"; headId: string }
+  /** Something to tell the user that belongs to no message (a failed upload, head report). */
+  | { type: "notice"; error: RunError }
   | { type: "dismiss_notice" };
 
 export const emptyRepository: WireRepository = { headId: null, messages: [] };
@@ -109,6 +111,8 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       if (!state.repository.messages.some((m) => m.message.id === action.headId)) return state;
       return { ...state, repository: { ...state.repository, headId: action.headId } };
     }
+    case "notice":
+      return { ...state, notice: action.error };
     case "dismiss_notice":
       return state.notice ? { ...state, notice: null } : state;
   }
