@@ -155,6 +155,9 @@ const UserMessage: FC = () => (
 
 const EditComposer: FC = () => (
   <ComposerPrimitive.Root className="message user edit-composer" data-testid="edit-composer">
+    <div className="composer-attachments">
+      <ComposerPrimitive.Attachments components={{ Attachment: ComposerAttachment }} />
+    </div>
     <ComposerPrimitive.Input className="composer-input" aria-label="Edit message" autoFocus />
     <div className="edit-actions">
       <ComposerPrimitive.Cancel className="button" aria-label="Cancel edit">
