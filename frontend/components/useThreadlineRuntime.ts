@@ -170,7 +170,11 @@ export function useThreadlineRuntime(threadId: string) {
 
   /** Opens a stream and folds its events until it ends. */
   const follow = useCallback(
-    async (open: (signal: AbortSignal) => Promise<Response>, onRefused?: (err: unknown) => boolean): Promise<void> => {
+    async (
+      open: (signal: AbortSignal) => Promise<Response>,
+      onRefused?: (err: unknown) => boolean,
+      attempt = 0,
+    ): Promise<void> => {
       stopStream();
       const ctrl = new AbortController();
       streamRef.current = ctrl;
@@ -185,11 +189,13 @@ export function useThreadlineRuntime(threadId: string) {
         return;
       }
       let final = false;
+      let received = 0;
       let lostError: RunError | undefined;
       try {
         for await (const event of readNdjson<RunEvent>(res.body!)) {
           if (gen !== generation.current) return;
           if (!event || typeof event !== "object") continue;
+          received++;
           dispatch({ type: "event", event });
           if (typeof event.run_id === "string" && typeof event.sequence === "number") {
             const s = seen.current;
@@ -216,7 +222,8 @@ export function useThreadlineRuntime(threadId: string) {
       streamRef.current = null;
       if (!final) {
         // The connection ended before the run did: rejoin it from the log.
-        await resyncRef.current(1).catch(() => {});
+        // A stream that brought nothing counts as a failed attempt.
+        await resyncRef.current(received > 0 ? 1 : attempt + 1).catch(() => {});
         if (lostError && gen === generation.current) dispatch({ type: "stream_lost" });
       }
     },
@@ -254,7 +261,8 @@ export function useThreadlineRuntime(threadId: string) {
       if (!active) return;
       const s = seen.current;
       const after = s && s.runId === active.run_id ? Math.max(s.sequence, active.sequence) : active.sequence;
-      await follow(
+      // Not awaited: the page is loaded once the snapshot is in.
+      void follow(
         (signal) => rejoinRunStream(threadId, active.run_id, after, signal),
         (err) => {
           // The run ended and its log is gone, or it is not ours: the snapshot stands.
@@ -264,6 +272,7 @@ export function useThreadlineRuntime(threadId: string) {
           }
           return false;
         },
+        attempt,
       );
     },
     [follow, threadId],
