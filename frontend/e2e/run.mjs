@@ -10,7 +10,8 @@
 //    two named models: "markdown" (a fake OpenAI-compatible server, e2e/fake-
 //    openai.mjs) and "needs-key" (its key variable unset)
 // 4. next build (skip with E2E_SKIP_BUILD=1), next start on a free port with
-//    THREADLINE_API_URL pointing at the service
+//    THREADLINE_API_URL pointing at the service through a TCP relay that
+//    tests can cut (e2e/tcp-relay.mjs)
 // 5. the tests, in Debian's Chromium (/usr/bin/chromium, never downloaded)
 //
 // Screenshots of failed tests go to e2e/artifacts/ (git-ignored), with the
@@ -26,6 +27,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeOpenAI } from "./fake-openai.mjs";
+import { startRelay } from "./tcp-relay.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const frontend = resolve(here, "..");
@@ -39,6 +41,7 @@ let dbName = null;
 let pgStartedHere = false;
 let tmp = null;
 let fake = null;
+let relay = null;
 
 function log(...args) {
   console.log("[e2e]", ...args);
@@ -134,6 +137,7 @@ async function stopAll() {
       log(`could not stop PostgreSQL: ${err.message}`);
     }
   }
+  if (relay) await relay.close().catch(() => {});
   if (fake) await fake.close().catch(() => {});
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 }
@@ -216,17 +220,26 @@ async function main() {
     log("next build");
     run(process.execPath, [nextBin, "build"], { cwd: frontend, env: nextEnv, stdio: ["ignore", "inherit", "inherit"] });
   }
+  // Next reaches the service through a relay the tests can cut.
+  relay = await startRelay(apiPort);
   const webPort = await freePort();
   const baseUrl = `http://127.0.0.1:${webPort}`;
   const web = startProcess("next", process.execPath, [nextBin, "start", "-p", String(webPort), "-H", "127.0.0.1"], {
     cwd: frontend,
-    env: { ...nextEnv, THREADLINE_API_URL: serviceUrl, THREADLINE_API_KEY: "" },
+    env: { ...nextEnv, THREADLINE_API_URL: relay.url, THREADLINE_API_KEY: "" },
   });
   await waitFor(`${baseUrl}/welcome`, "next start", web);
   log(`web app at ${baseUrl}`);
 
   const { runTests } = await import("./tests.mjs");
-  const result = await runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, filter });
+  const result = await runTests({
+    baseUrl,
+    serviceUrl,
+    chromiumPath,
+    artifacts,
+    filter,
+    dropConnections: () => relay.dropAll(),
+  });
   writeFileSync(join(artifacts, "summary.json"), JSON.stringify(result, null, 2));
   return result.failed === 0;
 }

@@ -83,7 +83,7 @@ function redPng() {
   ]);
 }
 
-function makeCtx({ baseUrl, serviceUrl }) {
+function makeCtx({ baseUrl, serviceUrl, dropConnections }) {
   const service = async (path, init) => {
     const res = await fetch(`${serviceUrl}/api/v1${path}`, init);
     const text = await res.text();
@@ -113,7 +113,7 @@ function makeCtx({ baseUrl, serviceUrl }) {
       .filter(Boolean)
       .map((l) => JSON.parse(l));
   };
-  return { baseUrl, serviceUrl, service, snapshot, runDirect };
+  return { baseUrl, serviceUrl, service, snapshot, runDirect, dropConnections };
 }
 
 // Page helpers
@@ -295,6 +295,26 @@ test("reload in the middle of a reply and see it finish exactly once", async ({ 
   assert.equal(await userMessages(page).count(), 1);
   assert.equal(snapshot.messageRepository.messages.length, 2, "one run, one reply");
   assert.equal(snapshot.active_run, null);
+});
+
+test("a dropped connection mid-reply rejoins the run without a reload", async ({ page, ctx }) => {
+  if (!ctx.dropConnections) return console.log("     (skipped: needs the harness's relay)");
+  const threadId = await openNewChat(page, ctx);
+  const rejoins = [];
+  page.on("request", (r) => {
+    if (/\/runs\/[0-9a-f-]+\/stream\?after=\d+$/.test(r.url())) rejoins.push(r.url());
+  });
+  await send(page, "Keep going through a network blip");
+  await poll(async () => (await lastAssistantText(page)).length >= 40, { message: "some tokens" });
+  // Cut the web app's connections to the service; both keep running.
+  assert.ok(ctx.dropConnections() >= 1, "a connection to cut");
+  await waitIdle(page, 40_000);
+  const shown = await lastAssistantText(page);
+  const { text, snapshot } = await serverReply(ctx, threadId);
+  assert.equal(shown, text, "no repeated or missing text");
+  assert.equal(shown.split(" ").length, 200);
+  assert.equal(snapshot.messageRepository.messages.length, 2);
+  assert.ok(rejoins.length >= 1, "the page rejoined with …/stream?after=N");
 });
 
 test("cancel a reply", async ({ page, ctx }) => {
@@ -628,8 +648,8 @@ test("proxy passes status codes, error bodies and headers through", async ({ ctx
 
 // ---------------------------------------------------------------- runner
 
-export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, filter = "" }) {
-  const ctx = makeCtx({ baseUrl, serviceUrl });
+export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, filter = "", dropConnections }) {
+  const ctx = makeCtx({ baseUrl, serviceUrl, dropConnections });
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_FLAGS });
   const results = [];
   const selected = tests.filter((t) => !filter || t.name.includes(filter));
