@@ -18,7 +18,8 @@
 // service's and Next's logs. Settings: CHROMIUM_PATH, E2E_TOKEN_DELAY
 // (default 20ms), E2E_KEEP_DB=1, E2E_SKIP_BUILD=1; E2E_BASE_URL with
 // E2E_SERVICE_URL runs the tests against a stack that already runs;
-// E2E_SCREENSHOTS=1 also keeps a screenshot of every passing test.
+// E2E_SCREENSHOTS=1 also keeps a screenshot of every passing test;
+// E2E_REPEAT=n runs each selected test n times.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";

@@ -5,19 +5,30 @@ import { createConnection, createServer } from "node:net";
 
 export function startRelay(targetPort, targetHost = "127.0.0.1") {
   const pairs = new Set();
-  const server = createServer((client) => {
-    const upstream = createConnection({ port: targetPort, host: targetHost });
+  // Half-open aware: an end from one side is passed on as an end (pipe does
+  // that), never as a reset, so a response sent just before a close (say an
+  // early 413 while the request body is still coming) is delivered whole.
+  const server = createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = createConnection({ port: targetPort, host: targetHost, allowHalfOpen: true });
     const pair = { client, upstream };
     pairs.add(pair);
-    const close = () => {
+    const fail = () => {
       pairs.delete(pair);
       client.destroy();
       upstream.destroy();
     };
-    client.on("error", close);
-    upstream.on("error", close);
-    client.on("close", close);
-    upstream.on("close", close);
+    client.on("error", fail);
+    upstream.on("error", fail);
+    const closed = () => {
+      if (client.destroyed && upstream.destroyed) pairs.delete(pair);
+    };
+    client.on("close", closed);
+    upstream.on("close", () => {
+      // Let what upstream sent drain to the client, then close it.
+      client.end();
+      closed();
+    });
+    client.on("close", () => upstream.destroy());
     client.pipe(upstream);
     upstream.pipe(client);
   });

@@ -652,7 +652,8 @@ export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, f
   const ctx = makeCtx({ baseUrl, serviceUrl, dropConnections });
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_FLAGS });
   const results = [];
-  const selected = tests.filter((t) => !filter || t.name.includes(filter));
+  const repeat = Math.max(1, Number(process.env.E2E_REPEAT) || 1); // flake hunting
+  const selected = tests.filter((t) => !filter || t.name.includes(filter)).flatMap((t) => Array(repeat).fill(t));
   try {
     for (const t of selected) {
       const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
