@@ -107,9 +107,12 @@ func New(svc *thread.Service, cfg Config) *Server {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	e.GET("/api/v1/openapi.json", serveOpenAPI)
 
-	v1 := e.Group("/api/v1", s.authenticate)
+	// Authentication and rate limiting are route middleware, not group
+	// middleware: echo answers a group's unknown method with its catch-all
+	// 404, and a wrong method on a known path must stay a 405.
+	mw := []echo.MiddlewareFunc{s.authenticate}
 	if cfg.RateLimit > 0 {
-		v1.Use(middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		mw = append(mw, middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 			Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 				Rate: rate.Limit(cfg.RateLimit), Burst: int(2*cfg.RateLimit) + 1, ExpiresIn: 3 * time.Minute}),
 			IdentifierExtractor: func(c echo.Context) (string, error) { return caller(c), nil },
@@ -118,22 +121,23 @@ func New(svc *thread.Service, cfg Config) *Server {
 			},
 		}))
 	}
-	v1.POST("/threads", s.createThread)
-	v1.GET("/threads", s.listThreads)
-	v1.GET("/threads/:thread_id", s.getThread)
-	v1.PATCH("/threads/:thread_id", s.patchThread)
-	v1.DELETE("/threads/:thread_id", s.deleteThread)
-	v1.GET("/threads/:thread_id/messages", s.getMessages)
-	v1.PUT("/threads/:thread_id/head", s.putHead)
-	v1.GET("/threads/:thread_id/checkpoints", s.getCheckpoints)
-	v1.POST("/threads/:thread_id/runs/stream", s.startRun)
-	v1.GET("/threads/:thread_id/runs/:run_id/stream", s.rejoinRun)
-	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun)
-	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun)
-	v1.GET("/models", s.listModels)
+	v1 := e.Group("/api/v1")
+	v1.POST("/threads", s.createThread, mw...)
+	v1.GET("/threads", s.listThreads, mw...)
+	v1.GET("/threads/:thread_id", s.getThread, mw...)
+	v1.PATCH("/threads/:thread_id", s.patchThread, mw...)
+	v1.DELETE("/threads/:thread_id", s.deleteThread, mw...)
+	v1.GET("/threads/:thread_id/messages", s.getMessages, mw...)
+	v1.PUT("/threads/:thread_id/head", s.putHead, mw...)
+	v1.GET("/threads/:thread_id/checkpoints", s.getCheckpoints, mw...)
+	v1.POST("/threads/:thread_id/runs/stream", s.startRun, mw...)
+	v1.GET("/threads/:thread_id/runs/:run_id/stream", s.rejoinRun, mw...)
+	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun, mw...)
+	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
+	v1.GET("/models", s.listModels, mw...)
 	if cfg.Attachments != nil {
-		v1.POST("/attachments", s.uploadAttachment)
-		v1.GET("/attachments/:id", s.getAttachment)
+		v1.POST("/attachments", s.uploadAttachment, mw...)
+		v1.GET("/attachments/:id", s.getAttachment, mw...)
 	}
 	return s
 }

@@ -62,7 +62,14 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 			want--
 		}
 		if last != want {
-			// The tree grew since the fork was resolved (another process).
+			// The tree grew since the fork was resolved: most often a racing
+			// request's run started first, which the caller must hear about
+			// as run_in_progress naming it; otherwise the caller retries.
+			var active, msg uuid.UUID
+			err := tx.QueryRow(ctx, `SELECT id, message_id FROM runs WHERE thread_id = $1 AND status = 'running'`, in.Thread).Scan(&active, &msg)
+			if err == nil {
+				return inProgress(active, msg)
+			}
 			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed while the run was being started; retry", in.Thread)
 		}
 		cfg, _ := json.Marshal(r.Config)
@@ -99,13 +106,18 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 }
 
 func (s *Store) runInProgress(ctx context.Context, _ pgx.Tx, threadID uuid.UUID) error {
-	e := &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread; cancel it or rejoin it"}
 	// Read the winner outside the failed transaction.
 	if r, err := s.RunActive(context.WithoutCancel(ctx), threadID); err == nil {
-		e.Message = fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", r.ID)
-		e.Data = map[string]any{"run_id": r.ID, "message_id": r.MessageID}
+		return inProgress(r.ID, r.MessageID)
 	}
-	return e
+	return &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread; cancel it or rejoin it"}
+}
+
+// inProgress is the run_in_progress error naming the active run.
+func inProgress(runID, messageID uuid.UUID) error {
+	return &checkpoint.Error{Code: checkpoint.ERunInProgress,
+		Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", runID),
+		Data:    map[string]any{"run_id": runID, "message_id": messageID}}
 }
 
 func nilUUID(id uuid.UUID) *uuid.UUID {

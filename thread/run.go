@@ -383,10 +383,12 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	if res.Model != "" && res.Model != r.Model {
 		modelName = r.Model + " (" + res.Model + ")"
 	}
-	s.finish(r, tree, status, st, text.String(), all, tail, modelName, usage, runErr)
+	// Title before the final event, so a client that reads the thread
+	// after the stream ends sees it.
 	if status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1 {
 		s.autoTitle(r.ThreadID, tree)
 	}
+	s.finish(r, tree, status, st, text.String(), all, tail, modelName, usage, runErr)
 }
 
 // finish writes the assistant checkpoint and the compacted log, then

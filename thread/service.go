@@ -406,7 +406,17 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 			return false, err
 		}
 		if len(recs) == 0 {
-			return false, nil
+			// Nothing after last: either the run goes on, or it ended at or
+			// before last (a rejoin after the final event). The final event
+			// and the run's status commit together, so read the status
+			// first and the log again.
+			cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
+			if err != nil || !cur.Status.Done() {
+				return false, err
+			}
+			if recs, err = s.store.RunEventsAfter(ctx, r.ID, last); err != nil || len(recs) == 0 {
+				return err == nil, err
+			}
 		}
 		// text is the running message before each record. We only log a
 		// running snapshot as a run's first event, but stay exact if a

@@ -1,16 +1,362 @@
+// Command threadline is the Threadline service: `serve` runs the HTTP API,
+// `migrate` manages the schema and `bench` runs the benchmarks. It wires the
+// store, the stream hub, the models and the API together; configuration comes
+// from flags, each defaulting to an environment variable.
 package main
+
 import (
- _ "github.com/labstack/echo/v4"
- _ "github.com/jackc/pgx/v5"
- _ "github.com/jackc/pgx/v5/pgxpool"
- _ "github.com/google/uuid"
- _ "github.com/tmc/langchaingo/llms/openai"
- _ "github.com/tmc/langchaingo/llms/anthropic"
- _ "github.com/tmc/langchaingo/llms/ollama"
- _ "github.com/tmc/langchaingo/llms/googleai"
- _ "github.com/golang-migrate/migrate/v4"
- _ "github.com/golang-migrate/migrate/v4/source/iofs"
- _ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
- _ "github.com/prometheus/client_golang/prometheus"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/threadline/threadline/api"
+	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
 )
-func main(){}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "threadline:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `threadline: conversation trees of immutable checkpoints in Postgres.
+
+Usage:
+  threadline serve [flags]            run the HTTP API (migrates on start)
+  threadline migrate up|down|version  manage the schema
+  threadline bench peer|load [flags]  run the benchmarks
+Run a subcommand with --help to list its settings.
+`
+
+// Main runs one subcommand until ctx ends.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "serve":
+		cfg, err := parseConfig("serve", args[1:], getenv, stderr)
+		if err != nil {
+			return err
+		}
+		p, err := Start(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return p.Close()
+	case "migrate":
+		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// Config is every setting of `serve`.
+type Config struct {
+	Addr          string
+	DatabaseURL   string
+	DBMaxConns    int
+	APIKeys       map[string]string
+	MaxBody       int64
+	MaxMessage    int
+	MaxAttachment int64
+	RateLimit     float64
+	RunLease      time.Duration
+	ShutdownGrace time.Duration
+	LogLevel      string
+	Getenv        func(string) string
+}
+
+// envFlags defines flags whose defaults come from the environment.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *envFlags) str(p *string, name, env, def, help string) {
+	if v := e.getenv(env); v != "" {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, help+" ($"+env+")")
+}
+
+func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, help string) {
+	if v := e.getenv(env); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not a duration like 30s or 20ms", env, v))
+		}
+		def = d
+	}
+	e.fs.DurationVar(p, name, def, help+" ($"+env+")")
+}
+
+func (e *envFlags) num(p *int64, name, env string, def int64, help string) {
+	if v := e.getenv(env); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not a whole number", env, v))
+		}
+		def = n
+	}
+	e.fs.Int64Var(p, name, def, help+" ($"+env+")")
+}
+
+func (e *envFlags) float(p *float64, name, env string, def float64, help string) {
+	if v := e.getenv(env); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not a number", env, v))
+		}
+		def = n
+	}
+	e.fs.Float64Var(p, name, def, help+" ($"+env+")")
+}
+
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("threadline "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs, getenv: getenv}
+	var cfg Config
+	var keys, keysFile string
+	var conns, maxBody, maxMsg, maxAtt int64
+	e.str(&cfg.Addr, "addr", "THREADLINE_ADDR", "127.0.0.1:8080", "listen address")
+	e.str(&cfg.DatabaseURL, "database-url", "THREADLINE_DATABASE_URL", "", "Postgres URL (required; `make run` supplies the project's own cluster)")
+	e.num(&conns, "db-max-conns", "THREADLINE_DB_MAX_CONNS", 32, "database pool size")
+	e.str(&keys, "api-keys", "THREADLINE_API_KEYS", "", "key1:caller1,key2:caller2; empty turns authentication off")
+	e.str(&keysFile, "api-keys-file", "THREADLINE_API_KEYS_FILE", "", "file with one key:caller per line")
+	e.num(&maxBody, "max-body", "THREADLINE_MAX_BODY", 1<<20, "JSON body limit in bytes")
+	e.num(&maxMsg, "max-message", "THREADLINE_MAX_MESSAGE", 256<<10, "message text limit in bytes")
+	e.num(&maxAtt, "max-attachment", "THREADLINE_MAX_ATTACHMENT", 10<<20, "attachment size limit in bytes")
+	e.float(&cfg.RateLimit, "rate-limit", "THREADLINE_RATE_LIMIT", 0, "requests per second per caller (0: off)")
+	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
+	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
+	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
+	var tokens int64
+	var delay time.Duration
+	var defModel, modelsFile string
+	e.num(&tokens, "builtin-tokens", "THREADLINE_BUILTIN_TOKENS", 200, "tokens per reply of the built-in model")
+	e.dur(&delay, "builtin-delay", "THREADLINE_BUILTIN_DELAY", 0, "delay per token of the built-in model")
+	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
+	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if len(e.errs) > 0 {
+		return cfg, errors.Join(e.errs...)
+	}
+	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
+	// Flags override the environment for the model registry too.
+	over := map[string]string{
+		"THREADLINE_BUILTIN_TOKENS": strconv.FormatInt(tokens, 10),
+		"THREADLINE_BUILTIN_DELAY":  delay.String(),
+		"THREADLINE_DEFAULT_MODEL":  defModel,
+		"THREADLINE_MODELS_FILE":    modelsFile,
+	}
+	cfg.Getenv = func(k string) string {
+		if v, ok := over[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}
+	if cfg.DatabaseURL == "" {
+		return cfg, errors.New("set THREADLINE_DATABASE_URL (or --database-url); `make run` starts the project's own Postgres and sets it")
+	}
+	var err error
+	if cfg.APIKeys, err = parseKeys(keys, keysFile); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func parseKeys(list, file string) (map[string]string, error) {
+	out := map[string]string{}
+	add := func(src, s string) error {
+		for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+			item = strings.TrimSpace(item)
+			if item == "" || strings.HasPrefix(item, "#") {
+				continue
+			}
+			k, who, ok := strings.Cut(item, ":")
+			if !ok || k == "" || who == "" {
+				return fmt.Errorf("%s: entries must look like key:caller", src)
+			}
+			out[k] = who
+		}
+		return nil
+	}
+	if err := add("THREADLINE_API_KEYS", list); err != nil {
+		return nil, err
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read API keys file: %w", err)
+		}
+		if err := add(file, string(b)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Program is a running `serve`.
+type Program struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	svc     *thread.Service
+	http    *http.Server
+	ln      net.Listener
+	stopBG  context.CancelFunc
+	bgDone  chan struct{}
+	serveCh chan error
+}
+
+// Start migrates, connects and starts serving; Addr tells where.
+func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+	if err := store.MigrateUp(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
+	if err != nil {
+		return nil, err
+	}
+	models, err := model.NewRegistry(cfg.Getenv)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	api.RegisterPoolStats(reg, func() api.PoolStats { return st.Pool().Stat() })
+	hub := stream.New[thread.Event](1024)
+	var srv *api.Server
+	svc := thread.New(st, hub, models, st, thread.Config{
+		Lease:  cfg.RunLease,
+		Logger: log,
+		OnPublish: func(d time.Duration, n int) {
+			if srv != nil {
+				f, _ := srv.Metrics()
+				f(d, n)
+			}
+		},
+		OnRunEnd: func(s thread.RunStatus) {
+			if srv != nil {
+				_, f := srv.Metrics()
+				f(s)
+			}
+		},
+	})
+	srv = api.New(svc, api.Config{
+		APIKeys: cfg.APIKeys, MaxBody: cfg.MaxBody, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit,
+		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	p := &Program{cfg: cfg, log: log, store: st, svc: svc, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
+		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopBG = stop
+	go func() { defer close(p.bgDone); svc.Run(bg) }()
+	go func() { p.serveCh <- p.http.Serve(ln) }()
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "auth", len(cfg.APIKeys) > 0, "lease", cfg.RunLease.String())
+	return p, nil
+}
+
+// Addr is the address the server listens on.
+func (p *Program) Addr() string { return p.ln.Addr().String() }
+
+// Close shuts down gracefully: no new requests or runs, running streams may
+// finish within the grace period, then the rest are cancelled and written.
+func (p *Program) Close() error {
+	p.log.Info("shutting down", "grace", p.cfg.ShutdownGrace.String(), "active_runs", p.svc.ActiveRuns())
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownGrace)
+	defer cancel()
+	p.svc.Shutdown(ctx) // runs finish or are cancelled; their streams end
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	err := p.http.Shutdown(hctx)
+	p.stopBG()
+	<-p.bgDone
+	p.store.Close()
+	if serr := <-p.serveCh; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	p.log.Info("stopped")
+	return err
+}
+
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("threadline migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs, getenv: getenv}
+	var url string
+	e.str(&url, "database-url", "THREADLINE_DATABASE_URL", "", "Postgres URL")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: threadline migrate [--database-url URL] up|down|version")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if url == "" {
+		return errors.New("set THREADLINE_DATABASE_URL (or --database-url)")
+	}
+	switch fs.Arg(0) {
+	case "up":
+		if err := store.MigrateUp(ctx, url); err != nil {
+			return err
+		}
+	case "down":
+		if err := store.MigrateDown(ctx, url); err != nil {
+			return err
+		}
+	case "version":
+	default:
+		fs.Usage()
+		return fmt.Errorf("migrate needs up, down or version")
+	}
+	v, dirty, err := store.MigrateVersion(ctx, url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "version %d dirty %v\n", v, dirty)
+	return nil
+}
