@@ -39,6 +39,7 @@ type options struct {
 	maxBody   int64
 	rateLimit float64
 	lease     time.Duration
+	vars      map[string]string // extra environment for the model registry
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -52,6 +53,9 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	vars := map[string]string{
 		"THREADLINE_BUILTIN_TOKENS": fmt.Sprint(o.tokens),
 		"THREADLINE_BUILTIN_DELAY":  o.delay.String(),
+	}
+	for k, v := range o.vars {
+		vars[k] = v
 	}
 	models, err := model.NewRegistry(func(k string) string { return vars[k] })
 	if err != nil {
@@ -76,6 +80,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 
 func withDelay(d time.Duration) func(*options) { return func(o *options) { o.delay = d } }
 func withTokens(n int) func(*options)          { return func(o *options) { o.tokens = n } }
+func withVars(v map[string]string) func(*options) { return func(o *options) { o.vars = v } }
 
 // do sends a request; body is JSON-encoded unless it is a string or []byte.
 func (e *env) do(method, path string, body any, headers ...string) (*http.Response, []byte) {

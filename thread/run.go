@@ -243,6 +243,11 @@ func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpo
 			}
 			keep--
 		}
+		// Trimmed conversations start with a user message: providers such
+		// as Anthropic refuse one that starts with the assistant.
+		for keep < len(msgs)-1 && keep > 0 && msgs[keep].Role != checkpoint.RoleUser {
+			keep++
+		}
 		msgs = msgs[keep:]
 	}
 	if cfg.System != "" {
