@@ -40,6 +40,7 @@ type options struct {
 	rateLimit float64
 	lease     time.Duration
 	vars      map[string]string // extra environment for the model registry
+	title     string            // the title model
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -61,7 +62,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := thread.New(st, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease})
+	svc := thread.New(st, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease, TitleModel: o.title})
 	srv := api.New(svc, api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping})
 	hs := httptest.NewServer(srv)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,8 +79,9 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	return &env{t: t, url: hs.URL, store: st, svc: svc}
 }
 
-func withDelay(d time.Duration) func(*options) { return func(o *options) { o.delay = d } }
-func withTokens(n int) func(*options)          { return func(o *options) { o.tokens = n } }
+func withDelay(d time.Duration) func(*options)    { return func(o *options) { o.delay = d } }
+func withTokens(n int) func(*options)             { return func(o *options) { o.tokens = n } }
+func withTitleModel(name string) func(*options)   { return func(o *options) { o.title = name } }
 func withVars(v map[string]string) func(*options) { return func(o *options) { o.vars = v } }
 
 // do sends a request; body is JSON-encoded unless it is a string or []byte.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/thread"
 )
 
 func TestRunNewMessage(t *testing.T) {
@@ -587,5 +588,38 @@ func TestAttachments(t *testing.T) {
 	final := checkRun(t, evs)
 	if final.RunStatus != "succeeded" || len(final.Messages[0].Attachments) != 1 || !strings.Contains(string(final.Messages[0].Attachments[0]), att.ID) {
 		t.Fatalf("user message attachments: got %s", final.Raw)
+	}
+}
+
+func TestTitleModel(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withTokens(8), withTitleModel("builtin"))
+	tid := newID()
+	e.turn(tid, "hello there", nil)
+	// The built-in model answers the title prompt deterministically: its
+	// last user message is the exchange.
+	reply := model.BuiltinText("hello there", 1, 8)
+	want := thread.TitleFrom(model.BuiltinText("User: hello there\n\nAssistant: "+reply, 0, 8))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, b := e.do("GET", "/api/v1/threads/"+tid, nil)
+		var th struct{ Title *string }
+		_ = json.Unmarshal(b, &th)
+		if th.Title != nil {
+			if *th.Title != want {
+				t.Fatalf("title: got %q, want the title model's %q", *th.Title, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("title: still none after 10s, want %q", want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// PATCH still overrides it.
+	resp, b := e.do("PATCH", "/api/v1/threads/"+tid, map[string]any{"title": "mine"})
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if _, b = e.do("GET", "/api/v1/threads/"+tid, nil); !strings.Contains(string(b), `"title":"mine"`) {
+		t.Fatalf("title after PATCH: got %s", b)
 	}
 }

@@ -222,7 +222,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	resp, b := e.do("GET", "/api/v1/openapi.json", nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
 	var doc struct {
-		OpenAPI string                     `json:"openapi"`
+		OpenAPI string                    `json:"openapi"`
 		Paths   map[string]map[string]any `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {

@@ -32,16 +32,19 @@ type Config struct {
 	OnPublish func(oldest time.Duration, tokens int)
 	// OnRunEnd, when set, is told the final status of every run.
 	OnRunEnd func(status RunStatus)
+	// TitleModel names the model that titles a thread after its first
+	// exchange ("": the first words of the first user message).
+	TitleModel string
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
 type Service struct {
-	store  Store
-	hub    Hub
-	models Models
-	atts   Attachments
-	cfg    Config
-	log    *slog.Logger
+	store   Store
+	hub     Hub
+	models  Models
+	atts    Attachments
+	cfg     Config
+	log     *slog.Logger
 	commits *committer
 
 	mu       sync.Mutex

@@ -56,7 +56,7 @@ func (m models) Resolve(name string) (thread.Model, string, error) {
 	}
 	return m.m, "recorder", nil
 }
-func (m models) List() []thread.ModelInfo  { return []thread.ModelInfo{{Name: "recorder"}} }
+func (m models) List() []thread.ModelInfo { return []thread.ModelInfo{{Name: "recorder"}} }
 func (m models) ContextBudget(string) int { return m.budget }
 
 func setup(t *testing.T, budget int) (*thread.Service, *recorder) {

@@ -92,6 +92,7 @@ type Config struct {
 	RunLease      time.Duration
 	ShutdownGrace time.Duration
 	LogLevel      string
+	TitleModel    string
 	Getenv        func(string) string
 }
 
@@ -168,6 +169,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&delay, "builtin-delay", "THREADLINE_BUILTIN_DELAY", 0, "delay per token of the built-in model")
 	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
+	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -261,13 +263,20 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		st.Close()
 		return nil, err
 	}
+	if cfg.TitleModel != "" {
+		if _, _, err := models.Resolve(cfg.TitleModel); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("THREADLINE_TITLE_MODEL: %w", err)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	api.RegisterPoolStats(reg, func() api.PoolStats { return st.Pool().Stat() })
 	hub := stream.New[thread.Event](1024)
 	var srv *api.Server
 	svc := thread.New(st, hub, models, st, thread.Config{
-		Lease:  cfg.RunLease,
-		Logger: log,
+		Lease:      cfg.RunLease,
+		Logger:     log,
+		TitleModel: cfg.TitleModel,
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()
