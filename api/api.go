@@ -23,6 +23,10 @@ import (
 	"github.com/threadline/threadline/thread"
 )
 
+// DefaultAttachmentTypes are the content types accepted for upload unless
+// Config.AttachmentTypes says otherwise.
+var DefaultAttachmentTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "text/markdown", "text/csv", "application/pdf", "application/json"}
+
 // Config tunes the HTTP layer. Zero values take the defaults in parentheses.
 type Config struct {
 	// APIKeys maps bearer keys to caller ids; empty turns authentication off
@@ -86,7 +90,7 @@ func New(svc *thread.Service, cfg Config) *Server {
 		cfg.MaxAttachment = 10 << 20
 	}
 	if len(cfg.AttachmentTypes) == 0 {
-		cfg.AttachmentTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "text/markdown", "text/csv", "application/pdf", "application/json"}
+		cfg.AttachmentTypes = DefaultAttachmentTypes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -199,21 +199,28 @@ func TestThreadAgainstOpenAI(t *testing.T) {
 	run("budget regenerate", tid2, map[string]any{"parent_message_id": g2.Messages[2].ID})
 	fake.wantSent(t, "budget regenerate", "system:be brief", "user:a newer one")
 
-	// An image attachment reaches the provider as an image part.
+	// An image attachment reaches the provider as an image part, a text
+	// file as text, and a PDF as a note naming it.
+	upload := func(name, ct string, data []byte) map[string]any {
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		p, _ := w.CreatePart(map[string][]string{
+			"Content-Disposition": {`form-data; name="file"; filename="` + name + `"`}, "Content-Type": {ct}})
+		_, _ = p.Write(data)
+		_ = w.Close()
+		resp, b := e.do("POST", "/api/v1/attachments", buf.Bytes(), "Content-Type", w.FormDataContentType())
+		wantStatus(t, resp, b, http.StatusCreated, "")
+		var att struct{ ID string }
+		_ = json.Unmarshal(b, &att)
+		return map[string]any{"id": att.ID}
+	}
 	png := []byte("\x89PNG\r\n\x1a\nfake image bytes")
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	p, _ := w.CreatePart(map[string][]string{
-		"Content-Disposition": {`form-data; name="file"; filename="cat.png"`}, "Content-Type": {"image/png"}})
-	_, _ = p.Write(png)
-	_ = w.Close()
-	resp, b := e.do("POST", "/api/v1/attachments", buf.Bytes(), "Content-Type", w.FormDataContentType())
-	wantStatus(t, resp, b, http.StatusCreated, "")
-	var att struct{ ID string }
-	_ = json.Unmarshal(b, &att)
+	atts := []any{upload("cat.png", "image/png", png), upload("notes.txt", "text/plain", []byte("some notes")),
+		upload("paper.pdf", "application/pdf", []byte("%PDF-1.7 binary"))}
 	cfg = map[string]any{"model": "fake", "system": "be brief"}
-	run("image", newID(), map[string]any{"message": map[string]any{"content": "what is this?", "attachments": []any{map[string]any{"id": att.ID}}}})
-	msgs := fake.wantSent(t, "image", "system:be brief", "user:what is this?")
+	run("image", newID(), map[string]any{"message": map[string]any{"content": "what is this?", "attachments": atts}})
+	msgs := fake.wantSent(t, "image", "system:be brief", "user:what is this?\n\n[notes.txt]\nsome notes\n\n"+
+		"[attached file paper.pdf (application/pdf, 15 bytes); its content is not shown to the model]")
 	want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 	if got := msgs[1].Images; len(got) != 1 || got[0] != want {
 		t.Fatalf("image: the provider received image parts %q, want one %q", got, want)

@@ -287,10 +287,14 @@ func (s *Service) inlineAttachments(ctx context.Context, caller string, m *Model
 		if err != nil {
 			return fmt.Errorf("attachment %s: %w", a.ID, err)
 		}
-		if strings.HasPrefix(meta.ContentType, "image/") {
-			parts = append(parts, checkpoint.Part{Type: "image", Image: dataURL(meta.ContentType, data)})
-		} else {
+		switch ct := meta.ContentType; {
+		case strings.HasPrefix(ct, "image/"):
+			parts = append(parts, checkpoint.Part{Type: "image", Image: dataURL(ct, data)})
+		case strings.HasPrefix(ct, "text/") || ct == "application/json":
 			parts = append(parts, checkpoint.Part{Type: "text", Text: fmt.Sprintf("[%s]\n%s", meta.Name, data)})
+		default:
+			// Binary files (PDF, …) are named, not pasted as text.
+			parts = append(parts, checkpoint.Part{Type: "text", Text: fmt.Sprintf("[attached file %s (%s, %d bytes); its content is not shown to the model]", meta.Name, ct, len(data))})
 		}
 	}
 	m.Parts = parts

@@ -33,9 +33,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "threadline:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0) // the usage went out already
 		}
+		fmt.Fprintln(os.Stderr, "threadline:", err)
 		os.Exit(1)
 	}
 }
@@ -81,19 +82,20 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 
 // Config is every setting of `serve`.
 type Config struct {
-	Addr          string
-	DatabaseURL   string
-	DBMaxConns    int
-	APIKeys       map[string]string
-	MaxBody       int64
-	MaxMessage    int
-	MaxAttachment int64
-	RateLimit     float64
-	RunLease      time.Duration
-	ShutdownGrace time.Duration
-	LogLevel      string
-	TitleModel    string
-	Getenv        func(string) string
+	Addr            string
+	DatabaseURL     string
+	DBMaxConns      int
+	APIKeys         map[string]string
+	MaxBody         int64
+	MaxMessage      int
+	MaxAttachment   int64
+	AttachmentTypes []string
+	RateLimit       float64
+	RunLease        time.Duration
+	ShutdownGrace   time.Duration
+	LogLevel        string
+	TitleModel      string
+	Getenv          func(string) string
 }
 
 // envFlags defines flags whose defaults come from the environment.
@@ -151,13 +153,15 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	var keys, keysFile string
 	var conns, maxBody, maxMsg, maxAtt int64
 	e.str(&cfg.Addr, "addr", "THREADLINE_ADDR", "127.0.0.1:8080", "listen address")
-	e.str(&cfg.DatabaseURL, "database-url", "THREADLINE_DATABASE_URL", "", "Postgres URL (required; `make run` supplies the project's own cluster)")
+	e.str(&cfg.DatabaseURL, "database-url", "THREADLINE_DATABASE_URL", "", "Postgres URL (required; make run supplies the project's own cluster)")
 	e.num(&conns, "db-max-conns", "THREADLINE_DB_MAX_CONNS", 32, "database pool size")
 	e.str(&keys, "api-keys", "THREADLINE_API_KEYS", "", "key1:caller1,key2:caller2; empty turns authentication off")
 	e.str(&keysFile, "api-keys-file", "THREADLINE_API_KEYS_FILE", "", "file with one key:caller per line")
 	e.num(&maxBody, "max-body", "THREADLINE_MAX_BODY", 1<<20, "JSON body limit in bytes")
 	e.num(&maxMsg, "max-message", "THREADLINE_MAX_MESSAGE", 256<<10, "message text limit in bytes")
 	e.num(&maxAtt, "max-attachment", "THREADLINE_MAX_ATTACHMENT", 10<<20, "attachment size limit in bytes")
+	var attTypes string
+	e.str(&attTypes, "attachment-types", "THREADLINE_ATTACHMENT_TYPES", strings.Join(api.DefaultAttachmentTypes, ","), "accepted attachment content types, comma separated")
 	e.float(&cfg.RateLimit, "rate-limit", "THREADLINE_RATE_LIMIT", 0, "requests per second per caller (0: off)")
 	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
@@ -175,6 +179,11 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	}
 	if len(e.errs) > 0 {
 		return cfg, errors.Join(e.errs...)
+	}
+	for _, t := range strings.Split(attTypes, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			cfg.AttachmentTypes = append(cfg.AttachmentTypes, t)
+		}
 	}
 	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
 	// Flags override the environment for the model registry too.
@@ -292,7 +301,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	})
 	srv = api.New(svc, api.Config{
 		APIKeys: cfg.APIKeys, MaxBody: cfg.MaxBody, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit,
-		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment,
+		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment, AttachmentTypes: cfg.AttachmentTypes,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

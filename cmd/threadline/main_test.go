@@ -279,3 +279,31 @@ func TestHelpListsSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigFromEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"THREADLINE_DATABASE_URL":     "postgres://x",
+		"THREADLINE_ATTACHMENT_TYPES": "image/png, text/plain",
+		"THREADLINE_API_KEYS":         "k1:alice,k2:bob",
+		"THREADLINE_SHUTDOWN_GRACE":   "3s",
+		"THREADLINE_TITLE_MODEL":      "builtin",
+	}
+	cfg, err := parseConfig("serve", []string{"--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.AttachmentTypes, ","); got != "image/png,text/plain" {
+		t.Errorf("attachment types: got %q, want image/png,text/plain", got)
+	}
+	if cfg.APIKeys["k2"] != "bob" || len(cfg.APIKeys) != 2 {
+		t.Errorf("API keys: got %d keys, want k1 and k2", len(cfg.APIKeys))
+	}
+	if cfg.ShutdownGrace != 3*time.Second || cfg.Addr != "127.0.0.1:0" || cfg.TitleModel != "builtin" {
+		t.Errorf("config: got grace %v addr %s title model %q, want 3s, the flag's 127.0.0.1:0 and builtin", cfg.ShutdownGrace, cfg.Addr, cfg.TitleModel)
+	}
+	env["THREADLINE_SHUTDOWN_GRACE"] = "soon"
+	if _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "THREADLINE_SHUTDOWN_GRACE") {
+		t.Errorf("bad duration: got %v, want an error naming THREADLINE_SHUTDOWN_GRACE", err)
+	}
+}
