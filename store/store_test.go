@@ -284,13 +284,28 @@ func TestRunLogCompacts(t *testing.T) {
 func BenchmarkCheckpointAppend(b *testing.B) {
 	for _, n := range []int{10, 100, 500} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			s, _ := setup(b)
+			s, pool := setup(b)
 			th := newThread(b, s, "bench")
 			nodes := chain(b, s, th.ID, uuid.Nil, n)
 			last := nodes[len(nodes)-1].ID
 			ctx := context.Background()
+			size := func() int64 {
+				var v int64
+				if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('checkpoints')`).Scan(&v); err != nil {
+					b.Fatal(err)
+				}
+				return v
+			}
+			before := size()
+			appended := 0
 			b.ResetTimer()
+			defer func() {
+				if appended > 0 {
+					b.ReportMetric(float64(size()-before)/float64(appended), "bytes/msg")
+				}
+			}()
 			for b.Loop() {
+				appended++
 				// A sibling of the last message: the tree's size stays n+k.
 				nd := &checkpoint.Node{ID: uuid.New(), ParentID: last, Role: checkpoint.RoleUser, Content: text(strings.Repeat("x", 64))}
 				if err := s.CheckpointAppend(ctx, th.ID, nd); err != nil {
@@ -313,6 +328,76 @@ func BenchmarkCheckpointsLoad(b *testing.B) {
 				nodes, err := s.CheckpointsAfter(ctx, th.ID, 0)
 				if err != nil || len(nodes) != 2*n {
 					b.Fatalf("got %d nodes (%v)", len(nodes), err)
+				}
+			}
+		})
+	}
+}
+
+// tokens returns n token records from sequence first.
+func tokens(first int64, n int) []thread.Record {
+	out := make([]thread.Record, n)
+	for i := range out {
+		out[i] = thread.Record{Seq: first + int64(i), Kind: thread.KindToken, Text: " abcd"}
+	}
+	return out
+}
+
+// BenchmarkRunEventsAppend is one group commit: runs segments of 8 tokens
+// in one statement. ns/token is the log's cost per token.
+func BenchmarkRunEventsAppend(b *testing.B) {
+	for _, runs := range []int{1, 100} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			s, _ := setup(b)
+			ctx := context.Background()
+			ids := make([]uuid.UUID, runs)
+			for i := range ids {
+				th := newThread(b, s, "bench")
+				r, err := startRun(b, s, th, uuid.Nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = r.ID
+			}
+			const per = 8
+			next := int64(2)
+			b.ResetTimer()
+			for b.Loop() {
+				segs := make([]thread.Segment, runs)
+				for i, id := range ids {
+					segs[i] = thread.Segment{RunID: id, Records: tokens(next, per)}
+				}
+				if err := s.RunEventsAppend(ctx, segs); err != nil {
+					b.Fatal(err)
+				}
+				next += per
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*int64(runs*per)), "ns/token")
+		})
+	}
+}
+
+// BenchmarkRunEventsAfter replays a 200-token run's live log (25 segments)
+// from the start and from its middle.
+func BenchmarkRunEventsAfter(b *testing.B) {
+	s, _ := setup(b)
+	ctx := context.Background()
+	th := newThread(b, s, "bench")
+	r, err := startRun(b, s, th, uuid.Nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 25; i++ {
+		if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: tokens(2+int64(i)*8, 8)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, after := range []int64{0, 100} {
+		b.Run(fmt.Sprintf("after=%d", after), func(b *testing.B) {
+			for b.Loop() {
+				recs, err := s.RunEventsAfter(ctx, r.ID, after)
+				if err != nil || int64(len(recs)) != 201-after {
+					b.Fatalf("got %d records (%v), want %d", len(recs), err, 201-after)
 				}
 			}
 		})
