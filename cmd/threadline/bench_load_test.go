@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline/threadline/store/pgtest"
+)
+
+// TestBenchLoadSmall runs `bench load` for real on a small size: a child
+// service on loopback, a fresh database, clients that drop and rejoin. It
+// checks the report's shape and correctness figures, never its speed.
+func TestBenchLoadSmall(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a service and Postgres databases")
+	}
+	db := pgtest.New(t) // the bench creates (and drops) its own database beside it
+	bin := binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"--k", "5", "--tokens", "20", "--rate", "200", "--rejoin-share", "0.4", "--ramp", "200ms",
+		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin}
+	getenv := func(string) string { return "" }
+	if err := benchLoad(ctx, args, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("bench load: %v\nstderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if got, want := len(lines), 2; got != want {
+		t.Fatalf("stdout has %d lines, want %d (one per K, then the summary):\n%s", got, want, stdout.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &res); err != nil {
+		t.Fatalf("first line is not JSON: %v\n%s", err, lines[0])
+	}
+	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
+		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "server_publish_delay", "delay_method", "server_cpu_s",
+		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
+		if _, ok := res[key]; !ok {
+			t.Errorf("result has no %q key: %s", key, lines[0])
+		}
+	}
+	for _, key := range []string{"p50", "p99", "max"} {
+		d, _ := res["added_delay_ms"].(map[string]any)
+		if _, ok := d[key]; !ok {
+			t.Errorf("added_delay_ms has no %q: %v", key, res["added_delay_ms"])
+		}
+	}
+	var r LoadResult
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.K, 5; got != want {
+		t.Errorf("k = %d, want %d", got, want)
+	}
+	if got, want := r.RunsFailed, 0; got != want {
+		t.Errorf("runs_failed = %d, want %d; errors: %v", got, want, r.Errors)
+	}
+	if got, want := r.RunsCompleted, 5; got != want {
+		t.Errorf("runs_completed = %d, want %d", got, want)
+	}
+	if got, want := r.TokensDelivered, r.TokensExpected; got != want || want != 100 {
+		t.Errorf("tokens_delivered = %d, want tokens_expected = %d (= 100)", got, want)
+	}
+	if !r.ExactlyOnce {
+		t.Errorf("exactly_once = false, want true; errors: %v", r.Errors)
+	}
+	if got, want := r.Rejoined, 2; got != want {
+		t.Errorf("rejoined = %d, want %d (0.4 of 5)", got, want)
+	}
+	if r.AddedDelayMS.Samples == 0 {
+		t.Errorf("added_delay_ms has no samples, want some")
+	}
+	if r.ServerCPUS == nil || r.ServerRSSPeakMB == nil || r.DBGrowthBytes == nil {
+		t.Errorf("server_cpu_s, server_rss_peak_mb, db_growth_bytes = %v, %v, %v; want numbers for a child service",
+			r.ServerCPUS, r.ServerRSSPeakMB, r.DBGrowthBytes)
+	}
+	if r.DBGrowthBytes != nil && *r.DBGrowthBytes <= 0 {
+		t.Errorf("db_growth_bytes = %d, want > 0", *r.DBGrowthBytes)
+	}
+	var sum LoadSummary
+	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, lines[1])
+	}
+	if !sum.Summary || len(sum.Results) != 1 || sum.Results[0].K != 5 {
+		t.Errorf("summary = %+v, want summary true with the one K=5 result", sum)
+	}
+	if !strings.Contains(stderr.String(), "k=5") {
+		t.Errorf("stderr has no progress for k=5:\n%s", stderr.String())
+	}
+}
+
+func TestBenchLoadFlags(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string // part of the error; "" for none
+	}{
+		{[]string{"--k", "1,2"}, ""},
+		{[]string{"--k", "0"}, "between 1 and"},
+		{[]string{"--k", "99999"}, "between 1 and"},
+		{[]string{"--url", "http://10.1.2.3:8080"}, "loopback only"},
+		{[]string{"--url", "http://example.com"}, "loopback only"},
+		{[]string{"--url", "http://127.0.0.1:8080/"}, ""},
+		{[]string{"--server-pid", "12"}, "goes with --url"},
+		{[]string{"--rate", "0"}, "--rate"},
+		{[]string{"--rejoin-share", "1.5"}, "--rejoin-share"},
+		{[]string{"--tokens", "2"}, "at least 3"},
+		{[]string{"extra"}, "unexpected argument"},
+	}
+	for _, tc := range cases {
+		var stderr bytes.Buffer
+		_, err := parseLoadOpts(tc.args, func(string) string { return "" }, &stderr)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("parseLoadOpts(%q) = %v, want no error", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("parseLoadOpts(%q) = %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestLoadHistogram(t *testing.T) {
+	t.Parallel()
+	name := "h"
+	before := map[string]float64{`h_bucket{le="0.001"}`: 1, `h_bucket{le="0.01"}`: 1, `h_bucket{le="+Inf"}`: 1, "h_count": 1, "h_sum": 0.0005, "tok": 1}
+	after := map[string]float64{`h_bucket{le="0.001"}`: 51, `h_bucket{le="0.01"}`: 100, `h_bucket{le="+Inf"}`: 101, "h_count": 101, "h_sum": 0.2005, "tok": 301}
+	d := loadHistogram(before, after, name, "tok")
+	if d == nil || d.P50LeMS == nil || d.P99LeMS == nil || d.MeanMS == nil {
+		t.Fatalf("loadHistogram = %+v, want quantiles", d)
+	}
+	if got, want := *d.P50LeMS, 1.0; got != want {
+		t.Errorf("p50 bound = %v ms, want %v", got, want)
+	}
+	if got, want := *d.P99LeMS, 10.0; got != want {
+		t.Errorf("p99 bound = %v ms, want %v", got, want)
+	}
+	if got, want := *d.MeanMS, 2.0; got != want {
+		t.Errorf("mean = %v ms, want %v", got, want)
+	}
+	if got, want := d.Tokens, int64(300); got != want {
+		t.Errorf("tokens = %d, want %d", got, want)
+	}
+	p := loadPercentiles([]float64{5, 1, 4, 2, 3})
+	if got, want := p, (loadDist{P50: 3, P99: 5, Max: 5, Samples: 5}); got != want {
+		t.Errorf("loadPercentiles = %+v, want %+v", got, want)
+	}
+}
