@@ -424,13 +424,16 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		// text is the running message before each record. We only log a
 		// running snapshot as a run's first event, but stay exact if a
 		// later one appears by folding the earlier tokens first.
-		var text string
+		// A builder, not +=: a catch-up of thousands of tokens must stay
+		// linear, and only snapshots read the text.
+		var text strings.Builder
 		if recs[0].Seq > 1 && hasRunningSnapshot(recs) {
 			prior, err := s.store.RunEventsAfter(ctx, r.ID, 0)
 			if err != nil {
 				return false, err
 			}
-			text, _ = foldTokens(prior[:recs[0].Seq-1])
+			t, _ := foldTokens(prior[:recs[0].Seq-1])
+			text.WriteString(t)
 		}
 		for i, rec := range recs {
 			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
@@ -442,9 +445,13 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 					return false, err
 				}
 			}
-			ev := s.event(r, rec, tree, text)
+			var running string
+			if rec.Kind == KindSnapshot {
+				running = text.String()
+			}
+			ev := s.event(r, rec, tree, running)
 			if rec.Kind == KindToken {
-				text += rec.Text
+				text.WriteString(rec.Text)
 			}
 			done, err := emit(ev, i < len(recs)-1)
 			if err != nil || done {

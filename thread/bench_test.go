@@ -1,0 +1,126 @@
+package thread_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+)
+
+// builtinModels serves the built-in model with no delay.
+type builtinModels struct{ m *model.Builtin }
+
+func (b builtinModels) Resolve(string) (thread.Model, string, error) { return b.m, model.BuiltinName, nil }
+func (b builtinModels) List() []thread.ModelInfo                     { return nil }
+func (b builtinModels) ContextBudget(string) int                     { return 0 }
+
+// delays collects OnPublish's waits: how long the oldest token of each
+// published batch waited for its group commit.
+type delays struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (d *delays) add(wait time.Duration, _ int) {
+	d.mu.Lock()
+	d.d = append(d.d, wait)
+	d.mu.Unlock()
+}
+
+func (d *delays) report(b *testing.B) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.d) == 0 {
+		return
+	}
+	slices.Sort(d.d)
+	q := func(p float64) float64 { return float64(d.d[int(p*float64(len(d.d)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-publish-ms")
+	b.ReportMetric(q(0.99), "p99-publish-ms")
+}
+
+func benchService(b *testing.B, tokens int) (*thread.Service, *delays) {
+	b.Helper()
+	st := store.New(pgtest.Pool(b))
+	d := &delays{}
+	svc := thread.New(st, stream.New[thread.Event](1024), builtinModels{model.NewBuiltin(tokens, 0)}, st,
+		thread.Config{OnPublish: d.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return svc, d
+}
+
+// turn appends a 64-byte user message under parent and drains the run to
+// its final (durable) snapshot; it returns the new leaf and the tokens read.
+func turn(b *testing.B, svc *thread.Service, tid uuid.UUID, parent uuid.UUID) (uuid.UUID, int) {
+	ctx := context.Background()
+	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg(strings.Repeat("q", 64)), ParentID: parent})
+	if err != nil {
+		b.Fatalf("StartRun: %v", err)
+	}
+	n := 0
+	var final *thread.Snapshot
+	err = svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+		switch {
+		case ev.Type == thread.KindToken:
+			n++
+		case ev.Final():
+			final = ev.Snapshot
+		}
+		return nil
+	})
+	if err != nil || final == nil || final.RunStatus != thread.RunSucceeded {
+		b.Fatalf("FollowRun: final %v err %v", final, err)
+	}
+	return r.MessageID, n
+}
+
+// BenchmarkTurn is one 200-token turn at the end of a thread of N turns:
+// user message, model, log, reply, all durable.
+func BenchmarkTurn(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			svc, d := benchService(b, 200)
+			tid := uuid.New()
+			var leaf uuid.UUID // uuid.Nil: the thread is empty
+			for range n {
+				leaf, _ = turn(b, svc, tid, leaf)
+			}
+			d.d = d.d[:0]
+			b.ResetTimer()
+			for b.Loop() {
+				leaf, _ = turn(b, svc, tid, leaf)
+			}
+			d.report(b)
+		})
+	}
+}
+
+// BenchmarkStream is one run of 10,000 tokens through the log and the hub
+// to one consumer; tokens/s is counted at the consumer.
+func BenchmarkStream(b *testing.B) {
+	const tokens = 10000
+	svc, d := benchService(b, tokens)
+	got := 0
+	b.ResetTimer()
+	for b.Loop() {
+		_, n := turn(b, svc, uuid.New(), uuid.Nil)
+		if n != tokens {
+			b.Fatalf("consumer read %d tokens, want %d", n, tokens)
+		}
+		got += n
+	}
+	b.ReportMetric(float64(got)/b.Elapsed().Seconds(), "tokens/s")
+	d.report(b)
+}
