@@ -216,6 +216,8 @@ type LoadResult struct {
 	UnplannedRejoins int              `json:"unplanned_rejoins"`
 	AddedDelayMS     loadDist         `json:"added_delay_ms"`
 	AddedDelayUpper  loadDist         `json:"added_delay_upper_bound_ms"`
+	SlipFreeMS       loadDist         `json:"added_delay_slip_free_ms"`
+	ModelSlipMS      loadDist         `json:"model_slip_ms"`
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
 	DelayMethod      string           `json:"delay_method"`
@@ -253,17 +255,21 @@ const (
 	loadStretchP99MS = 5
 )
 
-const loadDelayMethod = "client side, per token, on the client's own clock (client and service share the machine): " +
-	"delay = time the client read the token's line - time the built-in model produced it. " +
-	"The built-in model emits token i (sequence i+1) on a ticker at start + i/rate, so production time = anchor + i/rate. " +
-	"added_delay_ms anchors each run at the latest start the client's observations allow: " +
-	"min(time the first snapshot was read, min over tokens of (read time - i/rate)); this is a lower bound of the true delay, " +
-	"off by at most anchor_gap_ms, and it leaves out the run's smallest delay (about one durable log commit). " +
-	"added_delay_upper_bound_ms anchors at the run's created_at (GET .../runs/{id}, set before the run's first database write, " +
-	"so before the model starts): an upper bound, which adds the run's creation time. " +
-	"Tokens the model produced while their client was disconnected (replayed on rejoin) are counted for exactly-once but not for delay. " +
-	"server_publish_delay is the service's Prometheus histogram threadline_token_publish_delay_seconds over the same window " +
-	"(production of the oldest token of each log batch to its publication after the durable write; excludes the HTTP write)."
+const loadDelayMethod = "Client side, per token, on one clock (client and service share the machine): " +
+	"delay = time the client had read the token's line - time the built-in model produced it. " +
+	"The built-in model emits token i (sequence i+1) on a ticker at start + i/rate, so production time = start + i/rate; " +
+	"start is not on the wire, so it is bracketed per run. " +
+	"added_delay_ms takes start = the latest the client's observations allow, min(first snapshot read, min over tokens of (read time - i/rate)): " +
+	"it leaves out the run's smallest delay (about one durable log commit; see server_publish_delay) and is off by at most anchor_gap_ms; " +
+	"if the model itself falls behind its schedule (a starved ticker drops ticks, model_slip_ms), that lateness is counted as delay. " +
+	"added_delay_slip_free_ms takes, per token, the latest start consistent with that token and every later one, so model slip is not counted " +
+	"(a lower bound; the last tokens of a run tend to 0). " +
+	"added_delay_upper_bound_ms takes start = the run's created_at (GET .../runs/{id}; set before the run's first database write, so before the model starts): " +
+	"an upper bound that adds the run's creation time and any slip. " +
+	"Tokens produced while their client was away (replayed on rejoin) count for exactly-once, not for delay. " +
+	"server_publish_delay is the service's own histogram threadline_token_publish_delay_seconds over the same window " +
+	"(model produced the oldest token of a log batch -> batch published after its durable commit; excludes the HTTP write). " +
+	"meets_goal uses added_delay_ms."
 
 // loadClient is one run's client.
 type loadClient struct {
@@ -860,7 +866,7 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	res.RunsStarted = len(clients)
 	res.TokensExpected = int64(len(clients)) * int64(o.tokens)
 	res.ExactlyOnce = true
-	var lower, upper, gaps, first, span []float64
+	var lower, upper, slipFree, slips, gaps, first, span []float64
 	var mism []string
 	iv := interval.Seconds() * 1000
 	for _, c := range clients {
@@ -915,43 +921,69 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 			continue
 		}
 		first = append(first, c.firstAt.Sub(c.sent).Seconds()*1000)
-		// Anchors. Token with sequence s is the model's tick s-1.
-		anchor := c.firstAt
-		var last time.Time
-		for s := 2; s < len(c.arrivals); s++ {
-			a := c.arrivals[s]
-			if a.IsZero() {
-				continue
-			}
-			if t := a.Add(-time.Duration(s-1) * interval); t.Before(anchor) {
-				anchor = t
-			}
-			if a.After(last) {
-				last = a
+		// o[s] is when token s was read minus its place on the model's
+		// schedule (token with sequence s is tick s-1), in ms after the POST.
+		ms := func(t time.Time) float64 { return t.Sub(c.sent).Seconds() * 1000 }
+		n := len(c.arrivals)
+		o := make([]float64, n)
+		anchor := ms(c.firstAt) // the latest start the observations allow
+		var last float64
+		for s := 2; s < n; s++ {
+			o[s] = math.NaN()
+			if a := c.arrivals[s]; !a.IsZero() {
+				o[s] = ms(a) - float64(s-1)*iv
+				anchor = min(anchor, o[s])
+				last = max(last, ms(a))
 			}
 		}
-		span = append(span, last.Sub(c.sent).Seconds()*1000)
-		up := c.sent
-		if !c.created.IsZero() && c.created.After(up) {
-			up = c.created
+		// suffix[s] = min o over tokens s.. : the latest start consistent
+		// with the later tokens if the model may only fall behind.
+		suffix := make([]float64, n+1)
+		suffix[n] = math.Inf(1)
+		for s := n - 1; s >= 2; s-- {
+			suffix[s] = suffix[s+1]
+			if !math.IsNaN(o[s]) {
+				suffix[s] = min(suffix[s], o[s])
+			}
 		}
-		gaps = append(gaps, anchor.Sub(up).Seconds()*1000)
-		for s := 2; s < len(c.arrivals); s++ {
-			a := c.arrivals[s]
-			if a.IsZero() {
+		// The model's slip: how far the schedule's floor rose from the
+		// first tenth of the run to the last.
+		tenth := max(1, (n-2)/10)
+		head, tail := math.Inf(1), math.Inf(1)
+		for s := 2; s < n; s++ {
+			if math.IsNaN(o[s]) {
 				continue
 			}
-			off := float64(s-1) * iv
-			if cn := int(c.conns[s]); cn > 0 {
-				// Produced before the client asked again: not a live token.
-				if anchor.Add(time.Duration(off * float64(time.Millisecond))).Before(c.connSent[cn]) {
-					continue
-				}
+			if s < 2+tenth {
+				head = min(head, o[s])
 			}
-			lower = append(lower, a.Sub(anchor).Seconds()*1000-off)
-			upper = append(upper, a.Sub(up).Seconds()*1000-off)
+			if s >= n-tenth {
+				tail = min(tail, o[s])
+			}
+		}
+		if !math.IsInf(head, 1) && !math.IsInf(tail, 1) {
+			slips = append(slips, max(0, tail-head))
+		}
+		span = append(span, last)
+		up := 0.0 // the POST
+		if !c.created.IsZero() && c.created.After(c.sent) {
+			up = ms(c.created)
+		}
+		gaps = append(gaps, anchor-up)
+		for s := 2; s < n; s++ {
+			if math.IsNaN(o[s]) {
+				continue
+			}
+			if cn := int(c.conns[s]); cn > 0 && anchor+float64(s-1)*iv < ms(c.connSent[cn]) {
+				continue // produced before the client asked again: not a live token
+			}
+			lower = append(lower, o[s]-anchor)
+			slipFree = append(slipFree, o[s]-suffix[s])
+			upper = append(upper, o[s]-up)
 		}
 	}
+	res.SlipFreeMS = loadPercentiles(slipFree)
+	res.ModelSlipMS = loadPercentiles(slips)
 	res.AddedDelayMS = loadPercentiles(lower)
 	res.AddedDelayUpper = loadPercentiles(upper)
 	res.AnchorGapMS = loadPercentiles(gaps)
