@@ -13,6 +13,9 @@ BIN        := bin/threadline
 GOTESTFLAGS ?=
 # Per-token delay of the built-in model under `make run`.
 RUN_BUILTIN_DELAY ?= 30ms
+# Where `make run` serves the web app.
+WEB_HOST ?= 127.0.0.1
+WEB_PORT ?= 3000
 
 .PHONY: build run test test-go test-frontend bench pg-start pg-stop
 
@@ -20,17 +23,35 @@ build:
 	$(GO) build -o $(BIN) ./cmd/threadline
 
 # Postgres (unless THREADLINE_DATABASE_URL is set already) + service + web app.
-# ---- FRONTEND (make run): the web app gets started at the marked line below,
-# in the background before `exec`, and stopped when the service exits. --------
+# The web app (frontend/scripts/web.sh: npm ci and next build when needed, then
+# next start on $(WEB_PORT)) runs in the background and talks to the service
+# at THREADLINE_ADDR; it runs in a process group of its own (setsid), which is
+# stopped when the service exits (Ctrl-C stops both).
 run: build
 	@if [[ -z "$${THREADLINE_DATABASE_URL:-}" ]]; then \
 		THREADLINE_DATABASE_URL="$$(deploy/pg.sh start)"; \
 	fi; \
 	export THREADLINE_DATABASE_URL; \
 	export THREADLINE_BUILTIN_DELAY="$${THREADLINE_BUILTIN_DELAY:-$(RUN_BUILTIN_DELAY)}"; \
-	: "---- FRONTEND: start the web app here ----"; \
+	addr="$${THREADLINE_ADDR:-127.0.0.1:8080}"; \
+	api="$$addr"; [[ $$api == :* ]] && api="127.0.0.1$$api"; api="$${api/#0.0.0.0:/127.0.0.1:}"; \
+	web_pid=; serve_pid=; \
+	stop() { \
+		trap - EXIT INT TERM HUP; \
+		if [[ -n $$serve_pid ]]; then kill -TERM "$$serve_pid" 2>/dev/null || :; fi; \
+		if [[ -n $$web_pid ]]; then kill -TERM -- "-$$web_pid" 2>/dev/null || :; fi; \
+		wait || :; \
+		echo "threadline: stopped the service and the web app" >&2; \
+	}; \
+	trap stop EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
+	THREADLINE_API_URL="http://$$api" PORT="$(WEB_PORT)" WEB_HOST="$(WEB_HOST)" \
+		setsid frontend/scripts/web.sh & web_pid=$$!; \
 	echo "threadline: serving with database $$THREADLINE_DATABASE_URL" >&2; \
-	exec $(BIN) serve
+	echo "threadline: API     http://$$api/api/v1" >&2; \
+	echo "threadline: web app http://$(WEB_HOST):$(WEB_PORT)   <- open this (ready after npm ci/next build when they are needed)" >&2; \
+	$(BIN) serve & serve_pid=$$!; \
+	status=0; wait "$$serve_pid" || status=$$?; serve_pid=; \
+	exit "$$status"
 
 # Every test: vet, Go tests against the project's own Postgres, then the
 # frontend's tests.
@@ -45,9 +66,21 @@ test-go:
 	$(GO) vet ./...; \
 	$(GO) test -count=1 $(GOTESTFLAGS) ./...
 
-# ---- FRONTEND TESTS: add the frontend's install + test commands here --------
+# The frontend's tests: npm ci (from package-lock.json) when node_modules is
+# missing or older than the lockfile, unit tests, then the browser tests
+# (frontend/e2e/run.mjs: its own service, database and next build, in
+# Debian's Chromium, which scripts/ensure-chromium.sh installs as root).
+# E2E_REPEAT=n and E2E_FILTER=name pass through to the browser tests.
 test-frontend:
-	@: "---- FRONTEND TESTS go here ----"
+	@command -v npm >/dev/null || { echo "test-frontend: node/npm not found: install Node 20 (or Debian's nodejs and npm)" >&2; exit 1; }
+	@cd frontend && \
+	if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then \
+		echo "test-frontend: npm ci" >&2; \
+		npm ci --no-audit --no-fund; \
+	fi
+	cd frontend && npm test
+	@frontend/scripts/ensure-chromium.sh
+	cd frontend && npm run test:e2e
 
 bench: build
 	@if [[ -z "$${THREADLINE_DATABASE_URL:-}" ]]; then \

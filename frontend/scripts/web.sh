@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/web.sh — the web app for `make run`: installs (npm ci) when
-# node_modules is missing, builds when there is no build or a source is newer
-# than it, then runs `next start` in the foreground (exec: its PID is this
-# script's).
+# node_modules is missing or older than package-lock.json, builds when there
+# is no build or a source is newer than it, then runs `next start` in the
+# foreground (exec: its PID is this script's).
 #
 #   THREADLINE_API_URL  the service (default: http://$THREADLINE_ADDR, else
 #                       http://127.0.0.1:8080)
@@ -19,7 +19,8 @@ if [[ -z "${THREADLINE_API_URL:-}" ]]; then
 fi
 export NEXT_TELEMETRY_DISABLED=1
 
-if [[ ! -d node_modules/next ]]; then
+if [[ ! -d node_modules/next || ! -f node_modules/.package-lock.json ]] ||
+	[[ package-lock.json -nt node_modules/.package-lock.json ]]; then
 	echo "web.sh: npm ci" >&2
 	npm ci --no-audit --no-fund >&2
 fi
