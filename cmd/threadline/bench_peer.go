@@ -43,10 +43,12 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,6 +114,7 @@ type peerOptions struct {
 	warmupTurns int
 	bigTokens   int
 	endTurns    int
+	cpuProfile  string
 }
 
 func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io.Writer) (peerOptions, error) {
@@ -129,6 +132,7 @@ func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io
 	fs.Int64Var(&warm, "warmup-turns", 3, "warm-up turns on another thread before the fresh turns (each of in-process and HTTP)")
 	fs.Int64Var(&big, "tokens-per-s-run", 10000, "tokens of the one long run that measures tokens/s")
 	fs.Int64Var(&end, "end-turns", 10, "turns appended at the end of each N thread (turn_end_ms, bytes_per_turn_end)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchPeerUsage)
 		fs.PrintDefaults()
@@ -210,6 +214,7 @@ type peerBench struct {
 	opt     peerOptions
 	stderr  io.Writer
 	st      *store.Store
+	timed   *timedStore
 	models  benchModels
 	log     *slog.Logger
 	svc     *thread.Service
@@ -248,6 +253,7 @@ type PeerResult struct {
 	HTTPTurnMS      float64             `json:"http_turn_ms"`
 	BytesPerTurn    float64             `json:"bytes_per_turn"`
 	RowBytesPerTurn float64             `json:"row_bytes_per_turn"`
+	TurnBreakdown   map[string]any      `json:"turn_breakdown"`
 	TokensPerS      float64             `json:"tokens_per_s"`
 	HTTPTokensPerS  float64             `json:"http_tokens_per_s"`
 	ByN             map[string]*NResult `json:"by_n"`
@@ -272,6 +278,17 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if err != nil {
 		return fmt.Errorf("bench peer: %w", err)
+	}
+	if opt.cpuProfile != "" {
+		f, err := os.Create(opt.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench peer: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench peer: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	started := time.Now()
 	progress := func(format string, a ...any) {
@@ -356,6 +373,7 @@ func (b *peerBench) open(ctx context.Context, dbURL string) error {
 		return err
 	}
 	b.st = st
+	b.timed = &timedStore{Store: st, ops: map[string]*opStat{}}
 	if b.pgStats, err = pgx.Connect(ctx, dbURL); err != nil {
 		return err
 	}
@@ -410,7 +428,7 @@ func (b *peerBench) close() {
 
 // newService returns a Service with an empty tree cache on the bench's store.
 func (b *peerBench) newService() *thread.Service {
-	return thread.New(b.st, stream.New[thread.Event](1024), b.models, b.st, thread.Config{Logger: b.log})
+	return thread.New(b.timed, stream.New[thread.Event](1024), b.models, b.st, thread.Config{Logger: b.log})
 }
 
 func (b *peerBench) newColdServer() *api.Server {
@@ -683,6 +701,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	}
 	leaf = uuid.Nil
 	var turnMS []float64
+	b.timed.reset()
 	for i := 0; i < o.freshTurns; i++ {
 		r, err := b.turn(ctx, freshID, leaf)
 		if err != nil {
@@ -694,6 +713,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		leaf = r.run.MessageID
 		turnMS = append(turnMS, ms(r.elapsed))
 	}
+	res.TurnBreakdown = b.timed.perTurn(o.freshTurns, sum(turnMS))
 	after, err := b.totalSize(ctx)
 	if err != nil {
 		return err
@@ -707,6 +727,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	res.RowBytesPerTurn = round(float64(rows)/float64(o.freshTurns), 1)
 	progress("fresh thread, in-process: %d turns, turn_ms median %.3f (min %.3f, max %.3f); bytes_per_turn %.0f (total size %d -> %d); row_bytes_per_turn %.0f",
 		o.freshTurns, res.TurnMS, slices.Min(turnMS), slices.Max(turnMS), res.BytesPerTurn, before, after, res.RowBytesPerTurn)
+	progress("fresh thread, in-process: store calls per turn (count, ms): %s", fmtBreakdown(res.TurnBreakdown))
 
 	// Fresh thread over HTTP, after warm-up turns over HTTP on another thread.
 	hwarm := uuid.New()
@@ -1123,6 +1144,124 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 		"ratio":          ratio,
 	}
 	return peer, targets
+}
+
+// timedStore counts and times the store calls a Service makes.
+type timedStore struct {
+	*store.Store
+	mu  sync.Mutex
+	ops map[string]*opStat
+}
+
+type opStat struct {
+	n int
+	d time.Duration
+}
+
+func (t *timedStore) since(op string, start time.Time) {
+	d := time.Since(start)
+	t.mu.Lock()
+	s := t.ops[op]
+	if s == nil {
+		s = &opStat{}
+		t.ops[op] = s
+	}
+	s.n++
+	s.d += d
+	t.mu.Unlock()
+}
+
+func (t *timedStore) reset() {
+	t.mu.Lock()
+	t.ops = map[string]*opStat{}
+	t.mu.Unlock()
+}
+
+// perTurn returns each call's count and milliseconds per turn, and the
+// rest of the turn's time (the service, the model and the hub).
+func (t *timedStore) perTurn(turns int, totalMS float64) map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]any{}
+	var storeMS float64
+	for op, s := range t.ops {
+		out[op] = map[string]float64{"calls": round(float64(s.n)/float64(turns), 2), "ms": round(ms(s.d)/float64(turns), 3)}
+		storeMS += ms(s.d)
+	}
+	out["store_ms"] = round(storeMS/float64(turns), 3)
+	out["turn_mean_ms"] = round(totalMS/float64(turns), 3)
+	return out
+}
+
+func fmtBreakdown(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case map[string]float64:
+			parts = append(parts, fmt.Sprintf("%s %.2g× %.3f", k, v["calls"], v["ms"]))
+		case float64:
+			parts = append(parts, fmt.Sprintf("%s %.3f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (t *timedStore) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
+	defer t.since("ThreadGet", time.Now())
+	return t.Store.ThreadGet(ctx, caller, id)
+}
+
+func (t *timedStore) ThreadUpdate(ctx context.Context, caller string, id uuid.UUID, u thread.ThreadUpdate) (*thread.Thread, error) {
+	defer t.since("ThreadUpdate", time.Now())
+	return t.Store.ThreadUpdate(ctx, caller, id, u)
+}
+
+func (t *timedStore) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error) {
+	defer t.since("CheckpointsAfter", time.Now())
+	return t.Store.CheckpointsAfter(ctx, threadID, after)
+}
+
+func (t *timedStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	defer t.since("RunCreate", time.Now())
+	return t.Store.RunCreate(ctx, in, first)
+}
+
+func (t *timedStore) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {
+	defer t.since("RunGet", time.Now())
+	return t.Store.RunGet(ctx, threadID, runID)
+}
+
+func (t *timedStore) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run, error) {
+	defer t.since("RunActive", time.Now())
+	return t.Store.RunActive(ctx, threadID)
+}
+
+func (t *timedStore) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	defer t.since("RunEventsAppend", time.Now())
+	return t.Store.RunEventsAppend(ctx, segs)
+}
+
+func (t *timedStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	defer t.since("RunEventsAfter", time.Now())
+	return t.Store.RunEventsAfter(ctx, runID, after)
+}
+
+func (t *timedStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	defer t.since("RunFinish", time.Now())
+	return t.Store.RunFinish(ctx, in)
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadline/threadline/store/pgtest"
+)
+
+// TestBenchPeerSmall runs the whole peer bench on small sizes against the
+// test Postgres and checks the result's shape, never its speed.
+func TestBenchPeerSmall(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.New(t) // any database on the server: the bench creates its own
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"peer", "--database-url", dbURL, "--n", "3,4", "--reps", "2", "--fresh-turns", "3",
+		"--warmup-turns", "1", "--tokens-per-s-run", "500", "--end-turns", "2"}
+	if err := benchCmd(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("bench peer: got error %v, want none; stderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	last := lines[len(lines)-1]
+	var res map[string]any
+	if err := json.Unmarshal([]byte(last), &res); err != nil {
+		t.Fatalf("last stdout line: got %q, want one JSON object (%v)", last, err)
+	}
+
+	positive := func(where string, m map[string]any, keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			v, ok := m[k].(float64)
+			if !ok {
+				t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
+			} else if v <= 0 {
+				t.Errorf("%s%s: got %v, want > 0", where, k, v)
+			}
+		}
+	}
+	// Sizes are whole pages: a few small turns may fit in pages that exist
+	// already, so zero growth is possible; negative is not.
+	nonNegative := func(where string, m map[string]any, keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			v, ok := m[k].(float64)
+			if !ok {
+				t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
+			} else if v < 0 {
+				t.Errorf("%s%s: got %v, want >= 0", where, k, v)
+			}
+		}
+	}
+	positive("", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn")
+	nonNegative("", res, "bytes_per_turn")
+	byN, ok := res["by_n"].(map[string]any)
+	if !ok {
+		t.Fatalf("by_n: got %v, want an object", res["by_n"])
+	}
+	for _, n := range []string{"3", "4"} {
+		nr, ok := byN[n].(map[string]any)
+		if !ok {
+			t.Errorf("by_n.%s: got %v, want an object", n, byN[n])
+			continue
+		}
+		where := "by_n." + n + "."
+		positive(where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes")
+		nonNegative(where, nr, "thread_stored_bytes", "bytes_per_turn_end")
+		for _, k := range []string{"fork_persisted_ok", "edit_persisted_ok"} {
+			if nr[k] != true {
+				t.Errorf("%s%s: got %v, want true (problems: %v)", where, k, nr[k], nr["persist_problems"])
+			}
+		}
+	}
+	if len(byN) != 2 {
+		t.Errorf("by_n: got %d entries, want 2 (N = 3, 4)", len(byN))
+	}
+	machine, _ := res["machine"].(map[string]any)
+	if machine == nil || machine["cpu"] == "" || machine["cores"] == nil || machine["memory_mb"] == nil {
+		t.Errorf("machine: got %v, want cpu, cores and memory_mb", res["machine"])
+	}
+	for _, k := range []string{"postgres", "go_version", "commit", "database"} {
+		if s, _ := res[k].(string); s == "" {
+			t.Errorf("%s: got %v, want a non-empty string", k, res[k])
+		}
+	}
+	if s, _ := res["postgres"].(string); !strings.Contains(s, "PostgreSQL") {
+		t.Errorf("postgres: got %q, want the server's version()", s)
+	}
+	peer, _ := res["peer"].(map[string]any)
+	if peer == nil || peer["turn_ms"] != 12.2 || peer["ratio"] == nil {
+		t.Errorf("peer: got %v, want the peer's figures with ratios", res["peer"])
+	}
+	if ratio, _ := peer["ratio"].(map[string]any); ratio != nil {
+		positive("peer.ratio.", ratio, "turn_ms", "tokens_per_s", "http_tokens_per_s")
+	}
+	if !strings.Contains(stderr.String(), "fresh thread, in-process") || !strings.Contains(stderr.String(), "N=4: turn_end_ms") {
+		t.Errorf("stderr: got %q, want one progress line per phase", stderr.String())
+	}
+
+	// The bench's database is gone.
+	name, _ := res["database"].(string)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var count int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&count); err != nil {
+		t.Fatalf("look for database %s: %v", name, err)
+	}
+	if count != 0 || !strings.HasPrefix(name, "tl_bench_") {
+		t.Errorf("database %q after the bench: got %d such databases, want a tl_bench_ database that was dropped (0)", name, count)
+	}
+}
+
+// peerSyncBuffer is a bytes.Buffer safe for one writer and one reader.
+type peerSyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *peerSyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *peerSyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestBenchPeerDropsDatabaseOnCancel checks that a bench interrupted
+// midway (Ctrl-C cancels its context) still drops its database.
+func TestBenchPeerDropsDatabaseOnCancel(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout bytes.Buffer
+	stderr := &peerSyncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- benchCmd(ctx, []string{"peer", "--database-url", dbURL, "--n", "50", "--reps", "1", "--fresh-turns", "200",
+			"--warmup-turns", "0"}, func(string) string { return "" }, &stdout, stderr)
+	}()
+	// Cancel once the database exists and turns are running.
+	var err error
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if s := stderr.String(); strings.Contains(s, "created") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("bench peer: still running a minute after cancel, want it to stop")
+	}
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("bench peer after cancel: got %v, want an error wrapping context.Canceled", err)
+	}
+	s := stderr.String()
+	i := strings.Index(s, "database tl_bench_")
+	if i < 0 {
+		t.Fatalf("stderr: got %q, want the database's name", s)
+	}
+	name := strings.Fields(s[i+len("database "):])[0]
+	if !strings.Contains(s, "database "+name+" dropped") {
+		t.Errorf("stderr: got %q, want %q", s, "database "+name+" dropped")
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ccancel()
+	conn, err := pgx.Connect(cctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(cctx)
+	var count int
+	if err := conn.QueryRow(cctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 0 {
+		t.Errorf("database %s after a cancelled bench: got %d, want 0 (dropped)", name, count)
+	}
+}
+
+func TestBenchPeerFlags(t *testing.T) {
+	t.Parallel()
+	env := func(string) string { return "" }
+	var stdout, stderr bytes.Buffer
+	if err := benchCmd(context.Background(), []string{"peer", "--help"}, env, &stdout, &stderr); err != nil {
+		t.Errorf("bench peer --help: got error %v, want none", err)
+	}
+	for _, f := range []string{"-database-url", "-n ", "-reps", "-fresh-turns", "-warmup-turns", "-tokens-per-s-run", "-end-turns"} {
+		if !strings.Contains(stdout.String(), f) {
+			t.Errorf("bench peer --help: got %q, want it to list %s", stdout.String(), f)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "not defined: -bogus"},
+		{[]string{"--n", "10,x"}, `--n: "x"`},
+		{[]string{"--n", ""}, "--n needs"},
+		{[]string{"--reps", "0"}, "--reps must be between 1 and 1000, got 0"},
+		{[]string{"--fresh-turns", "-1"}, "--fresh-turns"},
+		{[]string{"extra"}, "takes no arguments"},
+	} {
+		stderr.Reset()
+		err := benchCmd(context.Background(), append([]string{"peer"}, tc.args...), env, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, flag.ErrHelp) {
+			t.Errorf("bench peer %v: got error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
