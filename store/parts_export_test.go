@@ -1,0 +1,4 @@
+package store
+
+// DecodeParts exposes decodeParts to the external tests.
+var DecodeParts = decodeParts

@@ -1,0 +1,125 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread"
+)
+
+// TestDecodePartsMatchesJSON reads contents back through real jsonb and
+// checks that the fast path of decodeParts gives what encoding/json gives.
+func TestDecodePartsMatchesJSON(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	th := &thread.Thread{ID: uuid.New(), Caller: "c"}
+	if _, _, err := s.ThreadCreate(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	contents := [][]checkpoint.Part{
+		{{Type: "text", Text: " abcd efgh ijkl"}},
+		{{Type: "text", Text: ""}},
+		{{Type: "text", Text: `a "quoted" word and a \ backslash`}},
+		{{Type: "text", Text: "line one\nline two\ttab \u0001 control"}},
+		{{Type: "text", Text: "unicode: héllo wörld 日本語 🎉 <b>&amp;</b>"}},
+		{{Type: "text", Text: `", "type": "text"}]`}},
+		{{Type: "text", Text: "two"}, {Type: "text", Text: "parts"}},
+		{{Type: "image", Image: "/api/v1/attachments/x"}},
+		{{Type: "text", Text: "text and"}, {Type: "image", Image: "data:image/png;base64,AAAA"}},
+	}
+	var nodes []*checkpoint.Node
+	for _, c := range contents {
+		nodes = append(nodes, &checkpoint.Node{ID: uuid.New(), Role: checkpoint.RoleUser, Content: c})
+	}
+	if err := s.CheckpointAppend(ctx, th.ID, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CheckpointsAfter(ctx, th.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(contents) {
+		t.Fatalf("read back %d checkpoints, want %d", len(got), len(contents))
+	}
+	raws := rawContents(t, pool, th.ID)
+	fast := 0
+	for i, n := range got {
+		if !reflect.DeepEqual(n.Content, contents[i]) {
+			t.Errorf("content %d: got %#v, want %#v", i, n.Content, contents[i])
+		}
+		var viaJSON []checkpoint.Part
+		if err := json.Unmarshal(raws[i], &viaJSON); err != nil {
+			t.Fatal(err)
+		}
+		dp, err := store.DecodeParts(raws[i])
+		if err != nil || !reflect.DeepEqual(dp, viaJSON) {
+			t.Errorf("store.DecodeParts(%s): got %#v, %v; want %#v as encoding/json decodes it", raws[i], dp, err, viaJSON)
+		}
+		if len(raws[i]) > 0 && string(raws[i][:11]) == `[{"text": "` {
+			fast++
+		}
+	}
+	if fast < 3 {
+		t.Errorf("jsonb printed %d of the contents in the form the fast path reads, want at least 3; raw: %q", fast, raws)
+	}
+	for _, bad := range []string{`[{"text": "x", "type": "text"}`, `nope`, `[{"text": "a"b", "type": "text"}]`} {
+		if _, err := store.DecodeParts([]byte(bad)); err == nil {
+			t.Errorf("store.DecodeParts(%s): got no error, want one", bad)
+		}
+	}
+}
+
+func rawContents(t *testing.T, pool *pgxpool.Pool, threadID uuid.UUID) [][]byte {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT content FROM checkpoints WHERE thread_id = $1 ORDER BY seq`, threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, append([]byte(nil), b...))
+	}
+	return out
+}
+
+func BenchmarkDecodeParts(b *testing.B) {
+	raw := []byte(`[{"text": "` + string(make200Tokens()) + `", "type": "text"}]`)
+	b.Run("fast", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := store.DecodeParts(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var p []checkpoint.Part
+			if err := json.Unmarshal(raw, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func make200Tokens() []byte {
+	out := make([]byte, 0, 1000)
+	for i := 0; i < 200; i++ {
+		out = append(out, ' ', byte('a'+i%26), byte('a'+i*7%26), byte('a'+i*3%26), byte('a'+i*11%26))
+	}
+	return out
+}
