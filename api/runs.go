@@ -144,8 +144,16 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	enc := json.NewEncoder(bw)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
+	var line []byte
 	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
-		if err := enc.Encode(ev); err != nil {
+		if ev.Type == thread.KindToken {
+			// Tokens are most of a stream: write their line directly
+			// rather than through reflection and re-compaction.
+			line = appendTokenLine(line[:0], &ev)
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+		} else if err := enc.Encode(ev); err != nil {
 			return err
 		}
 		if more {
@@ -174,6 +182,45 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	}
 	_ = rc.Flush()
 	return nil
+}
+
+// appendTokenLine appends a token event's NDJSON line, byte for byte what
+// json.Encoder writes for it (field order, HTML escaping, trailing newline).
+func appendTokenLine(b []byte, ev *thread.Event) []byte {
+	b = append(b, `{"type":"token","run_id":"`...)
+	b = appendUUID(b, ev.RunID)
+	b = append(b, `","sequence":`...)
+	b = strconv.AppendInt(b, ev.Sequence, 10)
+	b = append(b, `,"message_id":"`...)
+	b = appendUUID(b, ev.MessageID)
+	b = append(b, `","text":`...)
+	b = appendJSONString(b, ev.Text)
+	return append(b, "}\n"...)
+}
+
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	const hexdigits = "0123456789abcdef"
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexdigits[x>>4], hexdigits[x&0xf])
+	}
+	return b
+}
+
+// appendJSONString quotes plain printable ASCII itself and leaves anything
+// else to encoding/json, so the escaping is always the standard library's.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func (s *Server) cancelRun(c echo.Context) error {
@@ -206,5 +253,3 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, r)
 }
-
-var _ = uuid.Nil
