@@ -197,6 +197,14 @@ type loadServerDelay struct {
 	Measures string   `json:"measures"`
 }
 
+// loadPool is the service's database pool over the load window (/metrics).
+type loadPool struct {
+	MaxConns  float64 `json:"max_conns"`
+	Acquires  float64 `json:"acquires"`
+	WaitS     float64 `json:"acquire_wait_s"`
+	MeanWaitM float64 `json:"mean_acquire_wait_ms"`
+}
+
 // LoadResult is one K's measurement (one JSON line).
 type LoadResult struct {
 	Bench            string           `json:"bench"`
@@ -220,6 +228,7 @@ type LoadResult struct {
 	ModelSlipMS      loadDist         `json:"model_slip_ms"`
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
+	ServerPool       *loadPool        `json:"server_db_pool"`
 	DelayMethod      string           `json:"delay_method"`
 	FirstEventMS     loadDist         `json:"first_event_ms"`
 	RunSpanMS        loadDist         `json:"run_span_ms"`
@@ -609,6 +618,15 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	metricsAfter, merr := loadScrape(ctx, hc, tgt)
 	if merr == nil && metricsBefore != nil {
 		res.ServerDelay = loadHistogram(metricsBefore, metricsAfter, "threadline_token_publish_delay_seconds", "threadline_tokens_published_total")
+		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
+			p := &loadPool{MaxConns: m,
+				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
+				WaitS:    loadRound(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
+			if p.Acquires > 0 {
+				p.MeanWaitM = loadRound(p.WaitS/p.Acquires*1000, 3)
+			}
+			res.ServerPool = p
+		}
 		if !cpuOK {
 			if a, ok := metricsAfter["process_cpu_seconds_total"]; ok {
 				s := loadRound(a-metricsBefore["process_cpu_seconds_total"], 3)
