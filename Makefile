@@ -72,7 +72,9 @@ test-go:
 # Debian's Chromium, which scripts/ensure-chromium.sh installs as root).
 # E2E_REPEAT=n and E2E_FILTER=name pass through to the browser tests.
 test-frontend:
-	@command -v npm >/dev/null || { echo "test-frontend: node/npm not found: install Node 20 (or Debian's nodejs and npm)" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "test-frontend: node/npm not found: install Node >= 20.9 with npm (.ci/run does)" >&2; exit 1; }
+	@node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 9) ? 0 : 1)' || \
+		{ echo "test-frontend: Node $$(node --version) is too old: Next 16 needs >= 20.9" >&2; exit 1; }
 	@cd frontend && \
 	if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then \
 		echo "test-frontend: npm ci" >&2; \

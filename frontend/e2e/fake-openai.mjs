@@ -1,6 +1,13 @@
 // A tiny OpenAI-compatible chat completions server (SSE) for the e2e tests:
 // it streams a fixed Markdown reply, so the chat's Markdown and code blocks
 // are tested against the real service's OpenAI provider.
+//
+// A prompt containing "[gate:NAME]" makes a slow stream the test controls:
+// the first chunk, GATED_FIRST_TOKEN, goes out at once, the rest only after
+// release(NAME) (or after 30 s, so that a failed test cannot hang the run;
+// the service's model idle timeout is 60 s).
+
+export const GATED_FIRST_TOKEN = "gated-first-token";
 
 import { createServer } from "node:http";
 
@@ -20,6 +27,15 @@ export const MARKDOWN_REPLY = [
 
 export function startFakeOpenAI() {
   const requests = [];
+  const gates = new Map(); // name -> { promise, open }
+  const gate = (name) => {
+    if (!gates.has(name)) {
+      let open;
+      const promise = new Promise((r) => (open = r));
+      gates.set(name, { promise, open });
+    }
+    return gates.get(name);
+  };
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
@@ -61,6 +77,19 @@ export function startFakeOpenAI() {
       }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       res.write(`data: ${chunk({ role: "assistant", content: "" })}\n\n`);
+      const gated = /\[gate:([\w-]+)\]/.exec(body);
+      if (gated) {
+        res.write(`data: ${chunk({ content: GATED_FIRST_TOKEN })}\n\n`);
+        const g = gate(gated[1]);
+        let timer;
+        await Promise.race([g.promise, new Promise((r) => (timer = setTimeout(r, 30_000)))]);
+        clearTimeout(timer);
+        for (const word of [" and", " the", " rest"]) res.write(`data: ${chunk({ content: word })}\n\n`);
+        res.write(`data: ${chunk({}, "stop")}\n\n`);
+        res.write("data: [DONE]\n\n");
+        res.end();
+        return;
+      }
       for (let i = 0; i < MARKDOWN_REPLY.length; i += 7) {
         res.write(`data: ${chunk({ content: MARKDOWN_REPLY.slice(i, i + 7) })}\n\n`);
         await new Promise((r) => setTimeout(r, 10));
@@ -76,7 +105,14 @@ export function startFakeOpenAI() {
       resolve({
         url: `http://127.0.0.1:${port}/v1`,
         requests,
-        close: () => new Promise((r) => server.close(() => r())),
+        /** Lets a "[gate:name]" stream go on. */
+        release: (name) => gate(name).open(),
+        close: () =>
+          new Promise((r) => {
+            for (const g of gates.values()) g.open();
+            server.close(() => r());
+            server.closeAllConnections();
+          }),
       });
     });
   });

@@ -160,7 +160,7 @@ async function main() {
       artifacts,
       filter,
     });
-    return result.failed === 0;
+    return result;
   }
   tmp = mkdtempSync(join(tmpdir(), "threadline-e2e-"));
 
@@ -240,12 +240,14 @@ async function main() {
     artifacts,
     filter,
     dropConnections: () => relay.dropAll(),
+    releaseGate: (name) => fake.release(name),
   });
   writeFileSync(join(artifacts, "summary.json"), JSON.stringify(result, null, 2));
-  return result.failed === 0;
+  return result;
 }
 
 let ok = false;
+let summary = "no tests ran";
 const onSignal = async (sig) => {
   log(`${sig}: stopping`);
   await stopAll();
@@ -254,11 +256,21 @@ const onSignal = async (sig) => {
 process.once("SIGINT", onSignal);
 process.once("SIGTERM", onSignal);
 try {
-  ok = await main();
+  const result = await main();
+  const total = result.passed + result.failed;
+  const failedNames = result.results.filter((r) => !r.ok).map((r) => r.name);
+  ok = result.failed === 0 && total > 0;
+  summary =
+    total === 0
+      ? "no test matched the filter"
+      : `${result.passed} passed, ${result.failed} failed${failedNames.length ? ` (${[...new Set(failedNames)].join("; ")})` : ""}`;
 } catch (err) {
   console.error("[e2e] error:", err);
+  summary = `error: ${err?.message ?? err}`;
   ok = false;
 } finally {
   await stopAll();
 }
+// The closing line, after the clean-up's own lines: what CI looks at.
+console.log(`[e2e] ${ok ? "PASS" : "FAIL"}: ${summary}${ok ? "" : `; screenshots and logs in ${artifacts}`}`);
 process.exit(ok ? 0 : 1);

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { GATED_FIRST_TOKEN } from "./fake-openai.mjs";
 
 const CHROMIUM_FLAGS = [
   "--headless",
@@ -83,7 +84,7 @@ function redPng() {
   ]);
 }
 
-function makeCtx({ baseUrl, serviceUrl, dropConnections }) {
+function makeCtx({ baseUrl, serviceUrl, dropConnections, releaseGate }) {
   const service = async (path, init) => {
     const res = await fetch(`${serviceUrl}/api/v1${path}`, init);
     const text = await res.text();
@@ -113,7 +114,7 @@ function makeCtx({ baseUrl, serviceUrl, dropConnections }) {
       .filter(Boolean)
       .map((l) => JSON.parse(l));
   };
-  return { baseUrl, serviceUrl, service, snapshot, runDirect, dropConnections };
+  return { baseUrl, serviceUrl, service, snapshot, runDirect, dropConnections, releaseGate };
 }
 
 // Page helpers
@@ -516,79 +517,174 @@ test("a missing model key says which variable to set", async ({ page, ctx }) => 
   assert.equal(message.status.type, "incomplete");
 });
 
-test("proxy streams NDJSON unbuffered: the first token arrives while the run is running", async ({ page, ctx }) => {
-  // 1) A plain fetch client through the Next proxy.
-  const threadId = randomUUID();
-  const res = await fetch(`${ctx.baseUrl}/api/v1/threads/${threadId}/runs/stream`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ message: { content: "slow please" }, parent_message_id: null }),
-  });
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get("content-type") ?? "", /ndjson/);
-  const reader = res.body.getReader();
+/** Reads NDJSON events from a fetch body, one at a time (null at the end). */
+function ndjsonReader(body) {
+  const reader = body.getReader();
   const decoder = new TextDecoder();
   let buf = "";
-  const events = [];
-  let statusAtFirstToken = null;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buf += decoder.decode(value, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const ev = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      events.push(ev);
-      if (ev.type === "token" && statusAtFirstToken === null) {
-        // Ask the service itself, not the proxy, how the run is doing now.
-        const run = await ctx.service(`/threads/${threadId}/runs/${ev.run_id}`);
-        statusAtFirstToken = run.body.status;
-      }
-    }
-  }
-  assert.equal(statusAtFirstToken, "running", "the first token came through while the run was running");
-  const last = events.at(-1);
-  assert.equal(last.type, "snapshot");
-  assert.equal(last.run_status, "succeeded");
-  assert.ok(events.filter((e) => e.type === "token").length >= 100);
-  events.forEach((e, i) => assert.equal(e.sequence, i + 1, "every event, in order"));
-
-  // 2) The browser, through the same origin.
-  await page.goto(`${ctx.baseUrl}/welcome`);
-  const browserResult = await page.evaluate(async () => {
-    const threadId = crypto.randomUUID();
-    const r = await fetch(`/api/v1/threads/${threadId}/runs/stream`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message: { content: "slow in the browser" }, parent_message_id: null }),
-    });
-    const reader = r.body.getReader();
-    const dec = new TextDecoder();
-    let buf = "";
-    let runId = null;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return { error: "stream ended before a token" };
-      buf += dec.decode(value, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const ev = JSON.parse(buf.slice(0, nl));
-        buf = buf.slice(nl + 1);
-        if (ev.type === "snapshot") runId = ev.run_id;
-        if (ev.type === "token") {
-          const run = await (await fetch(`/api/v1/threads/${threadId}/runs/${runId}`)).json();
-          await reader.cancel();
-          return { status: run.status, sequence: ev.sequence, threadId, runId };
+  const queue = [];
+  return {
+    async next() {
+      while (queue.length === 0) {
+        const { done, value } = await reader.read();
+        if (done) return null;
+        buf += decoder.decode(value, { stream: true });
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          queue.push(JSON.parse(buf.slice(0, nl)));
+          buf = buf.slice(nl + 1);
         }
       }
-    }
+      return queue.shift();
+    },
+  };
+}
+
+/** An AbortSignal that fires after ms with a message saying what was late. */
+function deadline(ms, what) {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error(`timed out after ${ms / 1000} s waiting for the ${what}`)), ms);
+  return { signal: ac.signal, done: () => clearTimeout(timer) };
+}
+
+test("proxy streams NDJSON unbuffered: the first token arrives while the model still holds the rest", async ({ page, ctx }) => {
+  if (!ctx.releaseGate) return console.log("     (skipped: needs the harness's fake model)");
+  // The "markdown" model (e2e/fake-openai.mjs) sends one token for a
+  // "[gate:…]" prompt, then nothing until the test releases it. Through an
+  // unbuffered proxy that token reaches the client while the run is still
+  // waiting; a proxy that buffers (the whole body, a block of bytes, a gzip
+  // stream) holds it back and the read below times out, whatever the load.
+  const gated = (gate) => ({
+    message: { content: `One token, then wait [gate:${gate}]` },
+    parent_message_id: null,
+    run_config: { model: "markdown" },
   });
+
+  // 1) A plain fetch client (it asks for gzip) through the Next proxy.
+  // The deadline covers the response's headers too: Next sends them with the
+  // first chunk of the body.
+  const gate = `node-${randomUUID()}`;
+  const threadId = randomUUID();
+  const firstToken = deadline(20_000, "first token through the proxy while the model holds the rest (does the proxy buffer?)");
+  const seen = [];
+  let events;
+  try {
+    const res = await fetch(`${ctx.baseUrl}/api/v1/threads/${threadId}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "accept-encoding": "gzip, deflate, br" },
+      body: JSON.stringify(gated(gate)),
+      signal: firstToken.signal,
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /ndjson/);
+    assert.equal(res.headers.get("content-encoding"), null, "the stream is not compressed");
+    events = ndjsonReader(res.body);
+    for (;;) {
+      const ev = await events.next();
+      assert.ok(ev, "the stream ended before a token");
+      seen.push(ev);
+      if (ev.type === "token") break;
+    }
+    firstToken.done();
+    assert.equal(seen.at(-1).text, GATED_FIRST_TOKEN);
+    const run = await ctx.service(`/threads/${threadId}/runs/${seen[0].run_id}`);
+    assert.equal(run.body.status, "running", "the run is still waiting for the model");
+  } finally {
+    firstToken.done();
+    ctx.releaseGate(gate);
+  }
+  for (;;) {
+    const ev = await events.next();
+    if (!ev) break;
+    seen.push(ev);
+  }
+  const last = seen.at(-1);
+  assert.equal(last.type, "snapshot");
+  assert.equal(last.run_status, "succeeded");
+  seen.forEach((e, i) => assert.equal(e.sequence, i + 1, "every event, in order"));
+  const tokens = seen.filter((e) => e.type === "token").map((e) => e.text).join("");
+  assert.equal(tokens, `${GATED_FIRST_TOKEN} and the rest`);
+
+  // 2) The browser, through the same origin (it asks for gzip, br and zstd).
+  await page.goto(`${ctx.baseUrl}/welcome`);
+  const browserGate = `browser-${randomUUID()}`;
+  let browserResult;
+  try {
+    browserResult = await page.evaluate(async (body) => {
+      const threadId = crypto.randomUUID();
+      // The deadline covers the headers too (they come with the first chunk).
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 20_000);
+      let buf = "";
+      try {
+        const r = await fetch(`/api/v1/threads/${threadId}/runs/stream`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+          signal: ac.signal,
+        });
+        const reader = r.body.getReader();
+        const dec = new TextDecoder();
+        let runId = null;
+        for (;;) {
+          const chunk = await reader.read();
+          if (chunk.done) return { error: "stream ended before a token", buf };
+          buf += dec.decode(chunk.value, { stream: true });
+          let nl;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const ev = JSON.parse(buf.slice(0, nl));
+            buf = buf.slice(nl + 1);
+            if (ev.type === "snapshot") runId = ev.run_id;
+            if (ev.type === "token") {
+              clearTimeout(timer);
+              const run = await (await fetch(`/api/v1/threads/${threadId}/runs/${runId}`)).json();
+              await reader.cancel();
+              return { status: run.status, text: ev.text, threadId, runId };
+            }
+          }
+        }
+      } catch (err) {
+        return { error: ac.signal.aborted ? "no token within 20 s while the model waits (does the proxy buffer?)" : String(err), buf };
+      } finally {
+        clearTimeout(timer);
+      }
+    }, gated(browserGate));
+  } finally {
+    ctx.releaseGate(browserGate);
+  }
+  assert.equal(browserResult.error, undefined, JSON.stringify(browserResult));
+  assert.equal(browserResult.text, GATED_FIRST_TOKEN);
   assert.equal(browserResult.status, "running", JSON.stringify(browserResult));
   // on_disconnect defaults to continue: the run still finishes.
   await poll(async () => (await ctx.service(`/threads/${browserResult.threadId}/runs/${browserResult.runId}`)).body.status === "succeeded", {
     message: "the browser's run to finish after it disconnected",
   });
+
+  // 3) A long reply of the built-in model comes through whole and in order,
+  // its first token while the run is running.
+  const builtinThread = randomUUID();
+  const res2 = await fetch(`${ctx.baseUrl}/api/v1/threads/${builtinThread}/runs/stream`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message: { content: "slow please" }, parent_message_id: null }),
+  });
+  assert.equal(res2.status, 200);
+  const events2 = ndjsonReader(res2.body);
+  const all = [];
+  let statusAtFirstToken = null;
+  for (;;) {
+    const ev = await events2.next();
+    if (!ev) break;
+    all.push(ev);
+    if (ev.type === "token" && statusAtFirstToken === null) {
+      statusAtFirstToken = (await ctx.service(`/threads/${builtinThread}/runs/${ev.run_id}`)).body.status;
+    }
+  }
+  assert.equal(statusAtFirstToken, "running", "the first token came through while the run was running");
+  assert.equal(all.at(-1).type, "snapshot");
+  assert.equal(all.at(-1).run_status, "succeeded");
+  assert.equal(all.filter((e) => e.type === "token").length, 200);
+  all.forEach((e, i) => assert.equal(e.sequence, i + 1, "every event, in order"));
 });
 
 test("proxy: closing the client connection closes the upstream one", async ({ ctx }) => {
@@ -648,8 +744,8 @@ test("proxy passes status codes, error bodies and headers through", async ({ ctx
 
 // ---------------------------------------------------------------- runner
 
-export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, filter = "", dropConnections }) {
-  const ctx = makeCtx({ baseUrl, serviceUrl, dropConnections });
+export async function runTests({ baseUrl, serviceUrl, chromiumPath, artifacts, filter = "", dropConnections, releaseGate }) {
+  const ctx = makeCtx({ baseUrl, serviceUrl, dropConnections, releaseGate });
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_FLAGS });
   const results = [];
   const repeat = Math.max(1, Number(process.env.E2E_REPEAT) || 1); // flake hunting
