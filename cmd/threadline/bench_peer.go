@@ -115,6 +115,7 @@ type peerOptions struct {
 	bigTokens   int
 	endTurns    int
 	cpuProfile  string
+	keepDB      bool
 }
 
 func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io.Writer) (peerOptions, error) {
@@ -132,6 +133,7 @@ func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io
 	fs.Int64Var(&warm, "warmup-turns", 3, "warm-up turns on another thread before the fresh turns (each of in-process and HTTP)")
 	fs.Int64Var(&big, "tokens-per-s-run", 10000, "tokens of the one long run that measures tokens/s")
 	fs.Int64Var(&end, "end-turns", 10, "turns appended at the end of each N thread (turn_end_ms, bytes_per_turn_end)")
+	fs.BoolVar(&o.keepDB, "keep-database", false, "do not drop the bench's database at the end (for EXPLAIN and psql); drop it by hand")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchPeerUsage)
@@ -249,25 +251,26 @@ type NResult struct {
 
 // PeerResult is the JSON object the bench prints last.
 type PeerResult struct {
-	TurnMS          float64             `json:"turn_ms"`
-	HTTPTurnMS      float64             `json:"http_turn_ms"`
-	BytesPerTurn    float64             `json:"bytes_per_turn"`
-	RowBytesPerTurn float64             `json:"row_bytes_per_turn"`
-	TurnBreakdown   map[string]any      `json:"turn_breakdown"`
-	TokensPerS      float64             `json:"tokens_per_s"`
-	HTTPTokensPerS  float64             `json:"http_tokens_per_s"`
-	ByN             map[string]*NResult `json:"by_n"`
-	Peer            map[string]any      `json:"peer"`
-	Targets         map[string]bool     `json:"targets"`
-	Settings        map[string]any      `json:"settings"`
-	Measured        map[string]string   `json:"measured"`
-	Machine         MachineInfo         `json:"machine"`
-	Postgres        string              `json:"postgres"`
-	GoVersion       string              `json:"go_version"`
-	Commit          string              `json:"commit"`
-	Database        string              `json:"database"`
-	StartedAt       string              `json:"started_at"`
-	DurationS       float64             `json:"duration_s"`
+	TurnMS             float64             `json:"turn_ms"`
+	HTTPTurnMS         float64             `json:"http_turn_ms"`
+	BytesPerTurn       float64             `json:"bytes_per_turn"`
+	RowBytesPerTurn    float64             `json:"row_bytes_per_turn"`
+	BytesPerTurnTables map[string]float64  `json:"bytes_per_turn_tables"`
+	TurnBreakdown      map[string]any      `json:"turn_breakdown"`
+	TokensPerS         float64             `json:"tokens_per_s"`
+	HTTPTokensPerS     float64             `json:"http_tokens_per_s"`
+	ByN                map[string]*NResult `json:"by_n"`
+	Peer               map[string]any      `json:"peer"`
+	Targets            map[string]bool     `json:"targets"`
+	Settings           map[string]any      `json:"settings"`
+	Measured           map[string]string   `json:"measured"`
+	Machine            MachineInfo         `json:"machine"`
+	Postgres           string              `json:"postgres"`
+	GoVersion          string              `json:"go_version"`
+	Commit             string              `json:"commit"`
+	Database           string              `json:"database"`
+	StartedAt          string              `json:"started_at"`
+	DurationS          float64             `json:"duration_s"`
 }
 
 // benchPeer runs the peer workload.
@@ -319,6 +322,10 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	b := &peerBench{opt: opt, stderr: stderr}
 	defer func() {
 		b.close()
+		if opt.keepDB {
+			progress("database %s kept (--keep-database): %s", name, redactURL(dbURL))
+			return
+		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if _, derr := aconn.Exec(dctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); derr != nil {
@@ -633,6 +640,26 @@ func (b *peerBench) getJSON(ctx context.Context, u string, v any) error {
 const sizeSQL = `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
 	JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')`
 
+// tableSizes returns pg_total_relation_size of every table of the public schema.
+func (b *peerBench) tableSizes(ctx context.Context) (map[string]int64, error) {
+	rows, err := b.pgStats.Query(ctx, `SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[name] = size
+	}
+	return out, rows.Err()
+}
+
 func (b *peerBench) totalSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := b.pgStats.QueryRow(ctx, sizeSQL).Scan(&n)
@@ -699,6 +726,10 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	if err != nil {
 		return err
 	}
+	tablesBefore, err := b.tableSizes(ctx)
+	if err != nil {
+		return err
+	}
 	leaf = uuid.Nil
 	var turnMS []float64
 	b.timed.reset()
@@ -722,11 +753,22 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	if err != nil {
 		return err
 	}
+	tablesAfter, err := b.tableSizes(ctx)
+	if err != nil {
+		return err
+	}
+	res.BytesPerTurnTables = map[string]float64{}
+	for name, size := range tablesAfter {
+		if d := size - tablesBefore[name]; d != 0 {
+			res.BytesPerTurnTables[name] = round(float64(d)/float64(o.freshTurns), 1)
+		}
+	}
 	res.TurnMS = round(median(turnMS), 3)
 	res.BytesPerTurn = round(float64(after-before)/float64(o.freshTurns), 1)
 	res.RowBytesPerTurn = round(float64(rows)/float64(o.freshTurns), 1)
 	progress("fresh thread, in-process: %d turns, turn_ms median %.3f (min %.3f, max %.3f); bytes_per_turn %.0f (total size %d -> %d); row_bytes_per_turn %.0f",
 		o.freshTurns, res.TurnMS, slices.Min(turnMS), slices.Max(turnMS), res.BytesPerTurn, before, after, res.RowBytesPerTurn)
+	progress("fresh thread, in-process: bytes_per_turn by table (heap, TOAST and indexes): %v", res.BytesPerTurnTables)
 	progress("fresh thread, in-process: store calls per turn (count, ms): %s", fmtBreakdown(res.TurnBreakdown))
 
 	// Fresh thread over HTTP, after warm-up turns over HTTP on another thread.
