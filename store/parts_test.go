@@ -123,3 +123,39 @@ func make200Tokens() []byte {
 	}
 	return out
 }
+
+// BenchmarkCheckpointsAfter reads a whole thread of 1,000 messages (500
+// turns of a 64-byte question and a 1,000-byte reply) from Postgres.
+func BenchmarkCheckpointsAfter(b *testing.B) {
+	pool := pgtest.Pool(b)
+	s := store.New(pool)
+	ctx := context.Background()
+	th := &thread.Thread{ID: uuid.New(), Caller: "c"}
+	if _, _, err := s.ThreadCreate(ctx, th); err != nil {
+		b.Fatal(err)
+	}
+	reply := string(make200Tokens())
+	parent := uuid.Nil
+	var nodes []*checkpoint.Node
+	for i := 0; i < 500; i++ {
+		u := &checkpoint.Node{ID: uuid.New(), ParentID: parent, Role: checkpoint.RoleUser,
+			Content: []checkpoint.Part{{Type: "text", Text: "a question of sixty-four bytes, more or less, for the benchmark."}}}
+		a := &checkpoint.Node{ID: uuid.New(), ParentID: u.ID, Role: checkpoint.RoleAssistant,
+			Content: []checkpoint.Part{{Type: "text", Text: reply}}, Status: &checkpoint.Status{Type: "complete", Reason: "stop"}}
+		nodes = append(nodes, u, a)
+		parent = a.ID
+	}
+	if err := s.CheckpointAppend(ctx, th.ID, nodes...); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE checkpoints`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := s.CheckpointsAfter(ctx, th.ID, 0)
+		if err != nil || len(got) != 1000 {
+			b.Fatalf("read %d checkpoints, %v; want 1000", len(got), err)
+		}
+	}
+}

@@ -148,7 +148,10 @@ func (s *Store) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after 
 		var n checkpoint.Node
 		var content, status, atts []byte
 		var err error
-		if err = r.Scan(&n.ThreadID, &n.ID, &n.ParentID, &n.Seq, &n.Role, &content, &status, &atts, &n.RunID, &n.CreatedAt); err != nil {
+		// UUIDs scan as [16]byte: as uuid.UUID (an sql.Scanner) pgx would
+		// format and parse each one as text.
+		if err = r.Scan((*[16]byte)(&n.ThreadID), (*[16]byte)(&n.ID), (*[16]byte)(&n.ParentID), &n.Seq, &n.Role, &content, &status, &atts,
+			(*[16]byte)(&n.RunID), &n.CreatedAt); err != nil {
 			return n, err
 		}
 		n.CreatedAt = n.CreatedAt.UTC()
