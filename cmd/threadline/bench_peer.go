@@ -132,7 +132,7 @@ func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io
 	fs.Int64Var(&fresh, "fresh-turns", 20, "turns on the fresh thread (turn_ms, bytes_per_turn)")
 	fs.Int64Var(&warm, "warmup-turns", 3, "warm-up turns on another thread before the fresh turns (each of in-process and HTTP)")
 	fs.Int64Var(&big, "tokens-per-s-run", 10000, "tokens of the one long run that measures tokens/s")
-	fs.Int64Var(&end, "end-turns", 10, "turns appended at the end of each N thread (turn_end_ms, bytes_per_turn_end)")
+	fs.Int64Var(&end, "end-turns", 20, "turns appended at the end of each N thread (turn_end_ms, bytes_per_turn_end)")
 	fs.BoolVar(&o.keepDB, "keep-database", false, "do not drop the bench's database at the end (for EXPLAIN and psql); drop it by hand")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole bench to this file (go tool pprof)")
 	fs.Usage = func() {
