@@ -3,13 +3,19 @@
 // are tested against the real service's OpenAI provider.
 //
 // A prompt containing "[gate:NAME]" makes a slow stream the test controls:
-// the first chunk, GATED_FIRST_TOKEN, goes out at once, the rest only after
-// release(NAME) (or after 30 s, so that a failed test cannot hang the run;
-// the service's model idle timeout is 60 s).
-
-export const GATED_FIRST_TOKEN = "gated-first-token";
+// GATED_FIRST_TOKEN at once, then the words "a1" … "a30" (10 ms apart), then
+// nothing until release(NAME) (or 30 s, so that a failed test cannot hang the
+// run; the service's model idle timeout is 60 s), then "b1" … "b30". The
+// whole reply is GATED_REPLY; what comes before the hold, GATED_BEFORE.
 
 import { createServer } from "node:http";
+
+export const GATED_FIRST_TOKEN = "gated-first-token";
+const words = (p) => Array.from({ length: 30 }, (_, i) => ` ${p}${i + 1}`);
+const BEFORE = [GATED_FIRST_TOKEN, ...words("a")];
+const AFTER = words("b");
+export const GATED_BEFORE = BEFORE.join("");
+export const GATED_REPLY = [...BEFORE, ...AFTER].join("");
 
 export const MARKDOWN_REPLY = [
   "Here is **bold** text and a list:",
@@ -75,25 +81,39 @@ export function startFakeOpenAI() {
         );
         return;
       }
+      // The service may hang up mid-stream (a cancelled run): stop writing.
+      res.on("error", () => {});
+      const gone = () => res.destroyed || res.writableEnded;
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       res.write(`data: ${chunk({ role: "assistant", content: "" })}\n\n`);
       const gated = /\[gate:([\w-]+)\]/.exec(body);
       if (gated) {
-        res.write(`data: ${chunk({ content: GATED_FIRST_TOKEN })}\n\n`);
         const g = gate(gated[1]);
+        for (const [i, word] of BEFORE.entries()) {
+          if (gone()) return;
+          if (i > 0) await new Promise((r) => setTimeout(r, 10));
+          res.write(`data: ${chunk({ content: word })}\n\n`);
+        }
         let timer;
         await Promise.race([g.promise, new Promise((r) => (timer = setTimeout(r, 30_000)))]);
         clearTimeout(timer);
-        for (const word of [" and", " the", " rest"]) res.write(`data: ${chunk({ content: word })}\n\n`);
+        for (const word of AFTER) {
+          if (gone()) return;
+          res.write(`data: ${chunk({ content: word })}\n\n`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        if (gone()) return;
         res.write(`data: ${chunk({}, "stop")}\n\n`);
         res.write("data: [DONE]\n\n");
         res.end();
         return;
       }
       for (let i = 0; i < MARKDOWN_REPLY.length; i += 7) {
+        if (gone()) return;
         res.write(`data: ${chunk({ content: MARKDOWN_REPLY.slice(i, i + 7) })}\n\n`);
         await new Promise((r) => setTimeout(r, 10));
       }
+      if (gone()) return;
       res.write(`data: ${chunk({}, "stop")}\n\n`);
       res.write("data: [DONE]\n\n");
       res.end();
