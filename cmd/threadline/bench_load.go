@@ -75,6 +75,7 @@ type loadOpts struct {
 	serverBin   string
 	apiKey      string
 	seed        uint64
+	warmup      bool
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
@@ -101,6 +102,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.IntVar(&o.dbMaxConns, "db-max-conns", 32, "database pool size of the child service ($THREADLINE_DB_MAX_CONNS of serve)")
 	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
+	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -203,6 +205,8 @@ type loadPool struct {
 	Acquires  float64 `json:"acquires"`
 	WaitS     float64 `json:"acquire_wait_s"`
 	MeanWaitM float64 `json:"mean_acquire_wait_ms"`
+	ConnsFrom float64 `json:"open_conns_before"`
+	ConnsTo   float64 `json:"open_conns_after"`
 }
 
 // LoadResult is one K's measurement (one JSON line).
@@ -212,6 +216,7 @@ type LoadResult struct {
 	TokensPerRun     int              `json:"tokens_per_run"`
 	RateTokensPerS   float64          `json:"rate_tokens_per_s"`
 	Ramp             string           `json:"ramp"`
+	Warmup           bool             `json:"warmup"`
 	RejoinShare      float64          `json:"rejoin_share"`
 	RunsStarted      int              `json:"runs_started"`
 	RunsCompleted    int              `json:"runs_completed"`
@@ -484,7 +489,7 @@ func loadSummarize(rs []LoadResult, o loadOpts) LoadSummary {
 func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResult, error) {
 	interval := time.Duration(float64(time.Second) / o.rate)
 	res := LoadResult{Bench: "load", K: k, TokensPerRun: o.tokens, RateTokensPerS: o.rate, RejoinShare: o.rejoinShare,
-		DelayMethod: loadDelayMethod, Errors: []string{}}
+		DelayMethod: loadDelayMethod, Errors: []string{}, Warmup: o.warmup}
 	if o.ramp > 0 {
 		res.Ramp = fmt.Sprintf("spread: run i starts at i/K x %s", o.ramp)
 	} else {
@@ -533,6 +538,9 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 
+	if o.warmup {
+		loadWarmup(kctx, hc, tgt, o.dbMaxConns)
+	}
 	// Before.
 	metricsBefore, _ := loadScrape(kctx, hc, tgt)
 	dbBefore, dbErr := loadDBSize(kctx, tgt.dbURL)
@@ -619,7 +627,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	if merr == nil && metricsBefore != nil {
 		res.ServerDelay = loadHistogram(metricsBefore, metricsAfter, "threadline_token_publish_delay_seconds", "threadline_tokens_published_total")
 		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
-			p := &loadPool{MaxConns: m,
+			p := &loadPool{MaxConns: m, ConnsFrom: metricsBefore["threadline_db_pool_total_conns"], ConnsTo: metricsAfter["threadline_db_pool_total_conns"],
 				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
 				WaitS:    loadRound(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
 			if p.Acquires > 0 {
@@ -840,6 +848,31 @@ func loadRead(body io.Reader, c *loadClient, conn, dropAt int, prog *loadProgres
 		if ev.RunID != c.runID {
 			c.mis("event %d names run %s, want %s", ev.Sequence, ev.RunID, c.runID)
 		}
+	}
+}
+
+// loadWarmup sends rounds of concurrent light requests that each take a
+// database connection (thread list, an unknown thread, readiness), so the
+// measured window does not pay for opening the pool's connections.
+func loadWarmup(ctx context.Context, hc *http.Client, tgt loadTarget, conns int) {
+	paths := []string{"/api/v1/threads?limit=1", "/api/v1/threads/" + uuid.NewString() + "/messages", "/readyz"}
+	for round := 0; round < 3; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 2*max(conns, 8); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tgt.base+paths[i%len(paths)], nil)
+				if tgt.key != "" {
+					req.Header.Set("Authorization", "Bearer "+tgt.key)
+				}
+				if resp, err := hc.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
 	}
 }
 
