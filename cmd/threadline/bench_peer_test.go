@@ -47,21 +47,19 @@ func TestBenchPeerSmall(t *testing.T) {
 			}
 		}
 	}
-	// Sizes are whole pages: a few small turns may fit in pages that exist
-	// already, so zero growth is possible; negative is not.
-	nonNegative := func(where string, m map[string]any, keys ...string) {
+	// Size growth is counted in whole pages, and autovacuum may truncate a
+	// table within a window, so a small window can grow by zero or even
+	// shrink: these must be numbers, not positive.
+	number := func(where string, m map[string]any, keys ...string) {
 		t.Helper()
 		for _, k := range keys {
-			v, ok := m[k].(float64)
-			if !ok {
+			if _, ok := m[k].(float64); !ok {
 				t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
-			} else if v < 0 {
-				t.Errorf("%s%s: got %v, want >= 0", where, k, v)
 			}
 		}
 	}
 	positive("", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn")
-	nonNegative("", res, "bytes_per_turn")
+	number("", res, "bytes_per_turn")
 	byN, ok := res["by_n"].(map[string]any)
 	if !ok {
 		t.Fatalf("by_n: got %v, want an object", res["by_n"])
@@ -74,7 +72,7 @@ func TestBenchPeerSmall(t *testing.T) {
 		}
 		where := "by_n." + n + "."
 		positive(where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes")
-		nonNegative(where, nr, "thread_stored_bytes", "bytes_per_turn_end")
+		number(where, nr, "thread_stored_bytes", "bytes_per_turn_end")
 		for _, k := range []string{"fork_persisted_ok", "edit_persisted_ok"} {
 			if nr[k] != true {
 				t.Errorf("%s%s: got %v, want true (problems: %v)", where, k, nr[k], nr["persist_problems"])
