@@ -44,60 +44,74 @@ func notFoundRun(id uuid.UUID) error {
 	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
 }
 
-// RunCreate starts a run; see thread.Store.
+// errChanged says the thread grew since the run's fork was resolved.
+var errChanged = errors.New("thread changed")
+
+// RunCreate starts a run; see thread.Store. Its statements go to Postgres
+// as one pipelined batch inside the transaction: three round trips (begin,
+// batch, commit) however many rows it writes.
 func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
 	r := in.Run
+	want := r.TreeSeq
+	if in.User != nil {
+		want--
+	}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		// The thread row lock serializes every writer of this thread.
+		b := &pgx.Batch{}
+		// The thread row lock serializes every writer of this thread; the
+		// active run, if any, comes with it.
+		b.Queue(`SELECT t.last_seq, r.id, r.message_id FROM threads t
+			LEFT JOIN runs r ON r.thread_id = t.id AND r.status = 'running'
+			WHERE t.id = $1 AND t.caller = $2 FOR UPDATE OF t`, in.Thread, in.Caller)
+		cfg, _ := json.Marshal(r.Config)
+		b.Queue(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
+			VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
+		if in.User != nil {
+			queueCheckpoint(b, in.User)
+		}
+		if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
+			return err
+		}
+		b.Queue(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
+			in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
 		var last int64
-		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1 AND caller = $2 FOR UPDATE`, in.Thread, in.Caller).Scan(&last)
+		var active, msg *uuid.UUID
+		err := br.QueryRow().Scan(&last, &active, &msg)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFoundThread(in.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("lock thread: %w", interpretError(err))
 		}
-		want := r.TreeSeq
-		if in.User != nil {
-			want--
+		if active != nil {
+			return inProgress(*active, *msg)
 		}
 		if last != want {
-			// The tree grew since the fork was resolved: most often a racing
-			// request's run started first, which the caller must hear about
-			// as run_in_progress naming it; otherwise the caller retries.
-			var active, msg uuid.UUID
-			err := tx.QueryRow(ctx, `SELECT id, message_id FROM runs WHERE thread_id = $1 AND status = 'running'`, in.Thread).Scan(&active, &msg)
-			if err == nil {
-				return inProgress(active, msg)
-			}
-			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed while the run was being started; retry", in.Thread)
+			return errChanged
 		}
-		cfg, _ := json.Marshal(r.Config)
-		_, err = tx.Exec(ctx, `INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
-			VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
-		if err != nil {
-			err = interpretError(err)
-			if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress {
-				return s.runInProgress(ctx, tx, in.Thread)
-			}
-			return fmt.Errorf("insert run: %w", err)
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("insert run: %w", interpretError(err))
 		}
-		if in.User != nil {
-			if err := insertCheckpoint(ctx, tx, in.User); err != nil {
-				return err
+		for range b.Len() - 2 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("start run: %w", interpretError(err))
 			}
 		}
-		if err := insertEvents(ctx, tx, r.ID, []thread.Record{first}, false, ""); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
-			in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("update thread: %w", interpretError(err))
-		}
-		return nil
+		return br.Close()
 	})
+	if errors.Is(err, errChanged) || (checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err)) {
+		// The tree grew since the fork was resolved: most often a racing
+		// request's run started first, which the caller must hear about as
+		// run_in_progress naming it; otherwise the caller retries. Read it
+		// now that the transaction's connection is back in the pool.
+		if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
+			return nil, inProgress(a.ID, a.MessageID)
+		}
+		return nil, checkpoint.Errorf(checkpoint.EConflict, "thread %s changed while the run was being started; retry", in.Thread)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +119,10 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 	return &r, nil
 }
 
-func (s *Store) runInProgress(ctx context.Context, _ pgx.Tx, threadID uuid.UUID) error {
-	// Read the winner outside the failed transaction.
-	if r, err := s.RunActive(context.WithoutCancel(ctx), threadID); err == nil {
-		return inProgress(r.ID, r.MessageID)
-	}
-	return &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread; cancel it or rejoin it"}
+// errorNamesRun reports whether a run_in_progress error names the run.
+func errorNamesRun(err error) bool {
+	var e *checkpoint.Error
+	return errors.As(err, &e) && e.Data["run_id"] != nil
 }
 
 // inProgress is the run_in_progress error naming the active run.
@@ -260,7 +272,8 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 	return out, nil
 }
 
-// RunFinish ends a run; see thread.Store.
+// RunFinish ends a run; see thread.Store. Like RunCreate, one pipelined
+// batch inside the transaction.
 func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	r := in.Run
 	for i, rec := range in.Records {
@@ -268,9 +281,29 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 			return fmt.Errorf("finish run %s: record %d has sequence %d", r.ID, i, rec.Seq)
 		}
 	}
+	var usage, rerr []byte
+	if in.Usage != nil {
+		usage, _ = json.Marshal(in.Usage)
+	}
+	if in.Error != nil {
+		rerr, _ = json.Marshal(in.Error)
+	}
+	now := s.clock()
 	return s.withTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, r.ID)
+		b.Queue(`UPDATE threads SET last_seq = last_seq + 1, updated_at = $2 WHERE id = $1 RETURNING last_seq`, r.ThreadID, now)
+		queueCheckpoint(b, &in.Assistant)
+		b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
+		if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
+			return err
+		}
+		b.Queue(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
+			owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, now)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
 		var status string
-		err := tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1 FOR UPDATE`, r.ID).Scan(&status)
+		err := br.QueryRow().Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFoundRun(r.ID)
 		}
@@ -281,36 +314,21 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 			return checkpoint.Errorf(checkpoint.EConflict, "run %s already ended as %s", r.ID, status)
 		}
 		var last int64
-		err = tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + 1, updated_at = $2 WHERE id = $1 RETURNING last_seq`,
-			r.ThreadID, s.clock()).Scan(&last)
-		if err != nil {
+		if err := br.QueryRow().Scan(&last); err != nil {
 			return fmt.Errorf("finish run: %w", interpretError(err))
 		}
 		if last != in.Assistant.Seq {
 			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed during run %s", r.ThreadID, r.ID)
 		}
-		if err := insertCheckpoint(ctx, tx, &in.Assistant); err != nil {
-			return err
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("append checkpoint: %w", interpretError(err))
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM run_events WHERE run_id = $1`, r.ID); err != nil {
-			return fmt.Errorf("compact run log: %w", interpretError(err))
+		for range b.Len() - 3 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("finish run: %w", interpretError(err))
+			}
 		}
-		if err := insertEvents(ctx, tx, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
-			return err
-		}
-		var usage, rerr []byte
-		if in.Usage != nil {
-			usage, _ = json.Marshal(in.Usage)
-		}
-		if in.Error != nil {
-			rerr, _ = json.Marshal(in.Error)
-		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
-			owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, s.clock())
-		if err != nil {
-			return fmt.Errorf("finish run: %w", interpretError(err))
-		}
-		return nil
+		return br.Close()
 	})
 }
 
@@ -380,6 +398,17 @@ const (
 // execer is a pool or a transaction.
 type execer interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+// queueEvents queues insertEvents' statement on a batch.
+func queueEvents(b *pgx.Batch, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {
+	data, err := encodeSegment(recs, compact, text)
+	if err != nil {
+		return fmt.Errorf("append run events: %w", err)
+	}
+	b.Queue(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
+	return nil
 }
 
 func insertEvents(ctx context.Context, db execer, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {

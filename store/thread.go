@@ -198,6 +198,22 @@ func decodeParts(b []byte) ([]checkpoint.Part, error) {
 // insertCheckpoint appends one checkpoint row; the caller has bumped the
 // thread's last_seq to n.Seq under the row lock.
 func insertCheckpoint(ctx context.Context, tx pgx.Tx, n *checkpoint.Node) error {
+	_, err := tx.Exec(ctx, checkpointInsert, checkpointArgs(n)...)
+	if err != nil {
+		return fmt.Errorf("append checkpoint: %w", interpretError(err))
+	}
+	return nil
+}
+
+// queueCheckpoint queues insertCheckpoint's statement on a batch.
+func queueCheckpoint(b *pgx.Batch, n *checkpoint.Node) {
+	b.Queue(checkpointInsert, checkpointArgs(n)...)
+}
+
+const checkpointInsert = `INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+func checkpointArgs(n *checkpoint.Node) []any {
 	var parent, run *uuid.UUID
 	if n.ParentID != uuid.Nil {
 		parent = &n.ParentID
@@ -212,13 +228,7 @@ func insertCheckpoint(ctx context.Context, tx pgx.Tx, n *checkpoint.Node) error 
 	if len(n.Attachments) > 0 {
 		atts, _ = json.Marshal(n.Attachments)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("append checkpoint: %w", interpretError(err))
-	}
-	return nil
+	return []any{n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt}
 }
 
 // CheckpointAppend appends nodes to a thread in one transaction, assigning
