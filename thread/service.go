@@ -437,6 +437,17 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		}
 		for i, rec := range recs {
 			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
+				// The tree is append-only, so a cached one that reaches the
+				// record's TreeSeq is exact (the caller was checked before
+				// follow); only a miss costs a round trip.
+				s.mu.Lock()
+				cached := s.trees[r.ThreadID]
+				s.mu.Unlock()
+				if cached != nil && cached.LastSeq() >= rec.TreeSeq {
+					tree = cached
+				}
+			}
+			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
 				th2, err := s.store.ThreadGet(ctx, caller, r.ThreadID)
 				if err != nil {
 					return false, err
