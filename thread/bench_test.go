@@ -23,9 +23,11 @@ import (
 // builtinModels serves the built-in model with no delay.
 type builtinModels struct{ m *model.Builtin }
 
-func (b builtinModels) Resolve(string) (thread.Model, string, error) { return b.m, model.BuiltinName, nil }
-func (b builtinModels) List() []thread.ModelInfo                     { return nil }
-func (b builtinModels) ContextBudget(string) int                     { return 0 }
+func (b builtinModels) Resolve(string) (thread.Model, string, error) {
+	return b.m, model.BuiltinName, nil
+}
+func (b builtinModels) List() []thread.ModelInfo { return nil }
+func (b builtinModels) ContextBudget(string) int { return 0 }
 
 // delays collects OnPublish's waits: how long the oldest token of each
 // published batch waited for its group commit.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/stream"
 )
 
 // UserMessage is the message a run appends.
@@ -74,6 +75,10 @@ type activeRun struct {
 	why    RunStatus // why it was cancelled
 	done   chan struct{}
 	thread *Thread
+	// presub is subscribed before the first event is published, for the
+	// StartRun caller's FollowRun to claim: it then needs no catch-up read
+	// of the log. The hub's End closes it if nobody claims it.
+	presub stream.Subscription[Event]
 }
 
 func (a *activeRun) cancel(why RunStatus) {
@@ -311,7 +316,7 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 // launch starts the run loop in the background.
 func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest) {
 	ctx, stop := context.WithCancel(context.Background())
-	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th}
+	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, presub: s.hub.Subscribe(r.ID)}
 	s.mu.Lock()
 	s.runs[r.ID] = ar
 	s.runsDone.Add(1)

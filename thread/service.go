@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/stream"
 )
 
 // Config tunes a Service. Zero values take the defaults in parentheses.
@@ -472,11 +473,17 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		return false, nil
 	}
 	for {
-		sub := s.hub.Subscribe(r.ID)
-		done, err := catchUp()
-		if err != nil || done {
-			sub.Close()
-			return err
+		var sub stream.Subscription[Event]
+		if last == 0 {
+			sub = s.claimPresub(r.ID)
+		}
+		if sub == nil {
+			sub = s.hub.Subscribe(r.ID)
+			done, err := catchUp()
+			if err != nil || done {
+				sub.Close()
+				return err
+			}
 		}
 		idle := time.NewTimer(time.Second)
 	live:
@@ -516,6 +523,20 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		}
 		idle.Stop()
 	}
+}
+
+// claimPresub hands out a running run's first subscription once: it has
+// every event from sequence 1, so its follower skips the catch-up read.
+func (s *Service) claimPresub(runID uuid.UUID) stream.Subscription[Event] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ar := s.runs[runID]
+	if ar == nil || ar.presub == nil {
+		return nil
+	}
+	sub := ar.presub
+	ar.presub = nil
+	return sub
 }
 
 // event rebuilds a stream event from its log record.
