@@ -17,7 +17,7 @@ RUN_BUILTIN_DELAY ?= 30ms
 WEB_HOST ?= 127.0.0.1
 WEB_PORT ?= 3000
 
-.PHONY: build run test test-go test-frontend bench pg-start pg-stop
+.PHONY: build run test test-go test-frontend bench bench-load bench-go pg-start pg-stop
 
 build:
 	$(GO) build -o $(BIN) ./cmd/threadline
@@ -90,6 +90,22 @@ bench: build
 	fi; \
 	export THREADLINE_DATABASE_URL; \
 	$(BIN) bench peer
+
+# K = 100, 500, 1000 concurrent streams over loopback HTTP (BENCHMARKS.md).
+bench-load: build
+	@if [[ -z "$${THREADLINE_DATABASE_URL:-}" ]]; then \
+		THREADLINE_DATABASE_URL="$$(deploy/pg.sh start)"; \
+	fi; \
+	export THREADLINE_DATABASE_URL; \
+	$(BIN) bench load
+
+# The hot-path benchmarks, 6 runs each for benchstat.
+bench-go:
+	@if [[ -z "$${THREADLINE_TEST_DATABASE_URL:-}" ]]; then \
+		THREADLINE_TEST_DATABASE_URL="$$(deploy/pg.sh start)"; \
+	fi; \
+	export THREADLINE_TEST_DATABASE_URL; \
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./checkpoint/ ./store/ ./thread/
 
 pg-start:
 	@deploy/pg.sh start
