@@ -178,14 +178,9 @@ func loadPercentiles(v []float64) loadDist {
 	slices.Sort(v)
 	q := func(p float64) float64 {
 		i := int(math.Ceil(p*float64(len(v)))) - 1
-		return loadRound(v[max(0, min(i, len(v)-1))], 3)
+		return round(v[max(0, min(i, len(v)-1))], 3)
 	}
-	return loadDist{P50: q(0.50), P99: q(0.99), Max: loadRound(v[len(v)-1], 3), Samples: len(v)}
-}
-
-func loadRound(x float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(x*p) / p
+	return loadDist{P50: q(0.50), P99: q(0.99), Max: round(v[len(v)-1], 3), Samples: len(v)}
 }
 
 // loadServerDelay is the service's own histogram of token publication delay.
@@ -400,7 +395,7 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	if o.dbURL != "" {
 		conn, err := pgx.Connect(ctx, o.dbURL)
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", loadRedact(o.dbURL), err)
+			return fmt.Errorf("connect to %s: %w", redactURL(o.dbURL), err)
 		}
 		pgver = pgVersion(ctx, conn)
 		if o.url == "" {
@@ -497,7 +492,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	}
 	// The last run starts at (K-1)/K of the ramp and takes tokens/rate.
 	ideal := time.Duration(float64(o.ramp)*float64(k-1)/float64(k)) + time.Duration(o.tokens)*interval
-	res.IdealS = loadRound(ideal.Seconds(), 3)
+	res.IdealS = round(ideal.Seconds(), 3)
 	budget := o.ramp + 3*time.Duration(o.tokens)*interval + 60*time.Second
 	kctx, kcancel := context.WithTimeout(ctx, budget)
 	defer kcancel()
@@ -510,12 +505,12 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 			return res, err
 		}
 		defer loadDropDB(o.dbURL, dbName, stderr)
-		child, err := loadStartChild(ctx, o, loadWithDB(o.dbURL, dbName), interval, stderr)
+		child, err := loadStartChild(ctx, o, withDatabase(o.dbURL, dbName), interval, stderr)
 		if err != nil {
 			return res, err
 		}
 		defer child.stop(stderr)
-		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: loadWithDB(o.dbURL, dbName), child: child}
+		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: withDatabase(o.dbURL, dbName), child: child}
 		res.Target = "child: " + o.serverBin + " serve on " + child.addr + ", fresh database " + dbName
 		n := o.dbMaxConns
 		res.DBMaxConns = &n
@@ -591,21 +586,21 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	}
 	tick.Stop()
 	wall := time.Since(t0)
-	res.WallS = loadRound(wall.Seconds(), 3)
+	res.WallS = round(wall.Seconds(), 3)
 
 	// After: the process figures first, before anything else loads the server.
 	clientAfter := loadSelfCPU()
-	res.ClientCPUS = loadRound(clientAfter-clientBefore, 3)
+	res.ClientCPUS = round(clientAfter-clientBefore, 3)
 	if machOK {
 		if after, ok := loadMachineCPU(); ok {
-			u := loadRound(after.busyCores(machBefore), 3)
+			u := round(after.busyCores(machBefore), 3)
 			res.MachineCPUUtil = &u
 		}
 	}
 	if cpuOK {
 		if after, ok := loadProcCPU(tgt.pid); ok {
-			s := loadRound(after-cpuBefore, 3)
-			u := loadRound(s/wall.Seconds(), 3)
+			s := round(after-cpuBefore, 3)
+			u := round(s/wall.Seconds(), 3)
 			res.ServerCPUS, res.ServerCPUUtil = &s, &u
 		}
 		if peak, end, ok := loadProcRSS(tgt.pid); ok {
@@ -619,7 +614,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 			for pid, v := range after {
 				s += v - backendsBefore[pid] // new backends count from 0
 			}
-			s = loadRound(s, 3)
+			s = round(s, 3)
 			res.DBBackendCPUS = &s
 		}
 	}
@@ -629,19 +624,19 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
 			p := &loadPool{MaxConns: m, ConnsFrom: metricsBefore["threadline_db_pool_total_conns"], ConnsTo: metricsAfter["threadline_db_pool_total_conns"],
 				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
-				WaitS:    loadRound(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
+				WaitS:    round(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
 			if p.Acquires > 0 {
-				p.MeanWaitM = loadRound(p.WaitS/p.Acquires*1000, 3)
+				p.MeanWaitM = round(p.WaitS/p.Acquires*1000, 3)
 			}
 			res.ServerPool = p
 		}
 		if !cpuOK {
 			if a, ok := metricsAfter["process_cpu_seconds_total"]; ok {
-				s := loadRound(a-metricsBefore["process_cpu_seconds_total"], 3)
-				u := loadRound(s/wall.Seconds(), 3)
+				s := round(a-metricsBefore["process_cpu_seconds_total"], 3)
+				u := round(s/wall.Seconds(), 3)
 				res.ServerCPUS, res.ServerCPUUtil = &s, &u
 				if rss, ok := metricsAfter["process_resident_memory_bytes"]; ok {
-					e := loadRound(rss/(1<<20), 1)
+					e := round(rss/(1<<20), 1)
 					res.ServerRSSEndMB = &e
 				}
 				res.ServerStats = "/metrics process_cpu_seconds_total and process_resident_memory_bytes (no --server-pid: peak RSS unknown)"
@@ -654,7 +649,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	if dbErr == nil {
 		if after, err := loadDBSize(ctx, tgt.dbURL); err == nil {
 			g := after - dbBefore
-			per := loadRound(float64(g)/float64(k), 1)
+			per := round(float64(g)/float64(k), 1)
 			res.DBGrowthBytes, res.DBGrowthPerRun = &g, &per
 		}
 	}
@@ -1193,28 +1188,11 @@ func loadFreePort() (int, error) {
 
 const loadDBPrefix = "tl_bench_load_"
 
-func loadWithDB(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	u.Path, u.RawPath = "/"+name, ""
-	return u.String()
-}
-
-func loadRedact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
-
 // loadCreateDB creates a fresh, empty database; the service migrates it.
 func loadCreateDB(ctx context.Context, admin string, k int) (string, error) {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", loadRedact(admin), err)
+		return "", fmt.Errorf("connect to %s: %w", redactURL(admin), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	name := fmt.Sprintf("%s%s_%d_k%d_%06d", loadDBPrefix, time.Now().UTC().Format("20060102"), os.Getpid(), k, rand.IntN(1e6))
@@ -1356,9 +1334,9 @@ func loadProcRSS(pid int) (peakMB, endMB float64, ok bool) {
 		}
 		switch f[0] {
 		case "VmHWM:":
-			peakMB, n = loadRound(kb/1024, 1), n+1
+			peakMB, n = round(kb/1024, 1), n+1
 		case "VmRSS:":
-			endMB, n = loadRound(kb/1024, 1), n+1
+			endMB, n = round(kb/1024, 1), n+1
 		}
 	}
 	return peakMB, endMB, n == 2
@@ -1496,7 +1474,7 @@ func loadHistogram(before, after map[string]float64, name, tokens string) *loadS
 	if count <= 0 {
 		return d
 	}
-	mean := loadRound((after[name+"_sum"]-before[name+"_sum"])/count*1000, 3)
+	mean := round((after[name+"_sum"]-before[name+"_sum"])/count*1000, 3)
 	d.MeanMS = &mean
 	q := func(p float64) *float64 {
 		for _, b := range bs {
@@ -1505,7 +1483,7 @@ func loadHistogram(before, after map[string]float64, name, tokens string) *loadS
 				if math.IsInf(v, 1) {
 					return nil
 				}
-				v = loadRound(v, 3)
+				v = round(v, 3)
 				return &v
 			}
 		}

@@ -40,7 +40,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -350,24 +349,6 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", out)
 	return err
-}
-
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
-
-func withDatabase(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	u.Path = "/" + name
-	u.RawPath = ""
-	return u.String()
 }
 
 // open migrates the database and starts the service and two HTTP servers.
@@ -1318,11 +1299,6 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func round(x float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(x*p) / p
 }
 
 func fmtList(xs []float64) string {

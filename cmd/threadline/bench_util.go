@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +146,30 @@ func startOwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
 		return "", errors.New("deploy/pg.sh start printed no URL")
 	}
 	return u, nil
+}
+
+// redactURL is a Postgres URL with its password hidden, for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// withDatabase is base with its database name replaced by name.
+func withDatabase(base, name string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String()
+}
+
+// round rounds x to digits decimal places, for readable JSON.
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
 }
