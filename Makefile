@@ -26,7 +26,8 @@ build:
 # The web app (frontend/scripts/web.sh: npm ci and next build when needed, then
 # next start on $(WEB_PORT)) runs in the background and talks to the service
 # at THREADLINE_ADDR; it runs in a process group of its own (setsid), which is
-# stopped when the service exits (Ctrl-C stops both).
+# stopped when the service exits, and the service is stopped when the web app
+# exits (Ctrl-C stops both).
 run: build
 	@if [[ -z "$${THREADLINE_DATABASE_URL:-}" ]]; then \
 		THREADLINE_DATABASE_URL="$$(deploy/pg.sh start)"; \
@@ -50,7 +51,11 @@ run: build
 	echo "threadline: API     http://$$api/api/v1" >&2; \
 	echo "threadline: web app http://$(WEB_HOST):$(WEB_PORT)   <- open this (ready after npm ci/next build when they are needed)" >&2; \
 	$(BIN) serve & serve_pid=$$!; \
-	status=0; wait "$$serve_pid" || status=$$?; serve_pid=; \
+	status=0; wait -n "$$serve_pid" "$$web_pid" || status=$$?; \
+	if ! kill -0 "$$web_pid" 2>/dev/null; then \
+		echo "threadline: the web app exited (is port $(WEB_PORT) taken? set WEB_PORT); stopping the service" >&2; \
+		[[ $$status -ne 0 ]] || status=1; \
+	fi; \
 	exit "$$status"
 
 # Every test: vet, Go tests against the project's own Postgres, then the
