@@ -44,79 +44,59 @@ func notFoundRun(id uuid.UUID) error {
 	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
 }
 
-// errChanged says the thread grew since the run's fork was resolved.
-var errChanged = errors.New("thread changed")
-
 // RunCreate starts a run; see thread.Store. Its statements go to Postgres
-// as one pipelined batch inside the transaction: three round trips (begin,
-// batch, commit) however many rows it writes.
+// as one pipelined batch in one implicit transaction (one round trip and
+// one commit): threadline_run_begin locks the thread and raises when the
+// run may not start, which rolls the whole batch back.
 func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
 	r := in.Run
 	want := r.TreeSeq
 	if in.User != nil {
 		want--
 	}
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		// The thread row lock serializes every writer of this thread; the
-		// active run, if any, comes with it.
-		b.Queue(`SELECT t.last_seq, r.id, r.message_id FROM threads t
-			LEFT JOIN runs r ON r.thread_id = t.id AND r.status = 'running'
-			WHERE t.id = $1 AND t.caller = $2 FOR UPDATE OF t`, in.Thread, in.Caller)
-		cfg, _ := json.Marshal(r.Config)
-		b.Queue(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
-			VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
-		if in.User != nil {
-			queueCheckpoint(b, in.User)
-		}
-		if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
-			return err
-		}
-		b.Queue(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
-			in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		var last int64
-		var active, msg *uuid.UUID
-		err := br.QueryRow().Scan(&last, &active, &msg)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFoundThread(in.Thread)
-		}
-		if err != nil {
-			return fmt.Errorf("lock thread: %w", interpretError(err))
-		}
-		if active != nil {
-			return inProgress(*active, *msg)
-		}
-		if last != want {
-			return errChanged
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("insert run: %w", interpretError(err))
-		}
-		for range b.Len() - 2 {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("start run: %w", interpretError(err))
-			}
-		}
-		return br.Close()
-	})
-	if errors.Is(err, errChanged) || (checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err)) {
-		// The tree grew since the fork was resolved: most often a racing
-		// request's run started first, which the caller must hear about as
-		// run_in_progress naming it; otherwise the caller retries. Read it
-		// now that the transaction's connection is back in the pool.
+	b := &pgx.Batch{}
+	b.Queue(`SELECT threadline_run_begin($1, $2, $3)`, in.Thread, in.Caller, want)
+	cfg, _ := json.Marshal(r.Config)
+	b.Queue(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
+		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
+	if in.User != nil {
+		queueCheckpoint(b, in.User)
+	}
+	if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
+		return nil, err
+	}
+	b.Queue(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
+		in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+	err := s.sendBatch(ctx, b, "start run")
+	if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
+		// The one-active-run index caught what the guard could not see:
+		// name the winner now that the batch's connection is back.
 		if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
 			return nil, inProgress(a.ID, a.MessageID)
 		}
-		return nil, checkpoint.Errorf(checkpoint.EConflict, "thread %s changed while the run was being started; retry", in.Thread)
 	}
 	if err != nil {
 		return nil, err
 	}
 	r.LastSequence = first.Seq
 	return &r, nil
+}
+
+// sendBatch runs a batch as one implicit transaction and returns its first
+// error, interpreted.
+func (s *Store) sendBatch(ctx context.Context, b *pgx.Batch, what string) error {
+	br := s.pool.SendBatch(ctx, b)
+	for range b.Len() {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("%s: %w", what, interpretError(err))
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("%s: %w", what, interpretError(err))
+	}
+	return nil
 }
 
 // errorNamesRun reports whether a run_in_progress error names the run.
@@ -272,8 +252,8 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 	return out, nil
 }
 
-// RunFinish ends a run; see thread.Store. Like RunCreate, one pipelined
-// batch inside the transaction.
+// RunFinish ends a run; see thread.Store. Like RunCreate, one batch in one
+// implicit transaction, guarded by threadline_run_end.
 func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	r := in.Run
 	for i, rec := range in.Records {
@@ -289,47 +269,16 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 		rerr, _ = json.Marshal(in.Error)
 	}
 	now := s.clock()
-	return s.withTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, r.ID)
-		b.Queue(`UPDATE threads SET last_seq = last_seq + 1, updated_at = $2 WHERE id = $1 RETURNING last_seq`, r.ThreadID, now)
-		queueCheckpoint(b, &in.Assistant)
-		b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
-		if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
-			return err
-		}
-		b.Queue(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
-			owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, now)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		var status string
-		err := br.QueryRow().Scan(&status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFoundRun(r.ID)
-		}
-		if err != nil {
-			return fmt.Errorf("finish run: %w", interpretError(err))
-		}
-		if status != string(thread.RunRunning) {
-			return checkpoint.Errorf(checkpoint.EConflict, "run %s already ended as %s", r.ID, status)
-		}
-		var last int64
-		if err := br.QueryRow().Scan(&last); err != nil {
-			return fmt.Errorf("finish run: %w", interpretError(err))
-		}
-		if last != in.Assistant.Seq {
-			return checkpoint.Errorf(checkpoint.EConflict, "thread %s changed during run %s", r.ThreadID, r.ID)
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("append checkpoint: %w", interpretError(err))
-		}
-		for range b.Len() - 3 {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("finish run: %w", interpretError(err))
-			}
-		}
-		return br.Close()
-	})
+	b := &pgx.Batch{}
+	b.Queue(`SELECT threadline_run_end($1, $2, $3, $4)`, r.ID, r.ThreadID, in.Assistant.Seq, now)
+	queueCheckpoint(b, &in.Assistant)
+	b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
+	if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
+		return err
+	}
+	b.Queue(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
+		owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, now)
+	return s.sendBatch(ctx, b, "finish run")
 }
 
 // RunLeaseRenew extends the owner's leases; see thread.Store.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,6 +105,17 @@ func interpretError(err error) error {
 			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: "the thread or run no longer exists"}
 		case "23514", "22P02", "22023": // check_violation, invalid text, invalid parameter
 			return &checkpoint.Error{Code: checkpoint.EInvalid, Message: pe.Message}
+		// Raised by the run guard functions (migration 0003).
+		case "P0002":
+			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: pe.Message}
+		case "TL409":
+			e := &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: pe.Message}
+			if run, msg, ok := strings.Cut(pe.Detail, " "); ok {
+				e.Data = map[string]any{"run_id": run, "message_id": msg}
+			}
+			return e
+		case "TL410", "TL412":
+			return &checkpoint.Error{Code: checkpoint.EConflict, Message: pe.Message}
 		}
 	}
 	return err

@@ -403,3 +403,35 @@ func BenchmarkRunEventsAfter(b *testing.B) {
 		})
 	}
 }
+
+func TestRunCreateGuards(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	th := newThread(t, s, "alice")
+	stale := *th
+	chain(t, s, th.ID, uuid.Nil, 1) // the thread grows behind stale's back
+	if _, err := startRun(t, s, &stale, uuid.Nil); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Fatalf("RunCreate on a stale tree: got %v, want conflict", err)
+	}
+	foreign := *th
+	foreign.Caller, foreign.LastSeq = "mallory", 1
+	if _, err := startRun(t, s, &foreign, uuid.Nil); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+		t.Fatalf("RunCreate on another caller's thread: got %v, want not_found", err)
+	}
+	fresh := *th
+	fresh.LastSeq = 1
+	r, err := startRun(t, s, &fresh, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *checkpoint.Error
+	_, err = startRun(t, s, &fresh, uuid.Nil)
+	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != r.ID.String() {
+		t.Fatalf("second RunCreate: got %v (data %v), want run_in_progress naming %s", err, e, r.ID)
+	}
+	// Nothing of the refused runs was written.
+	nodes, err := s.CheckpointsAfter(context.Background(), th.ID, 0)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("checkpoints after refused runs: got %d (%v), want 2 (one chained, one user message)", len(nodes), err)
+	}
+}
