@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/store"
 )
 
 const loadUsage = `usage: threadline bench load [flags]
@@ -381,7 +382,7 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	if o.url == "" || o.dbURL != "" {
 		if o.dbURL == "" {
 			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
-			if o.dbURL, err = startOwnCluster(ctx, stderr); err != nil {
+			if o.dbURL, err = store.StartOwnCluster(ctx, stderr); err != nil {
 				return err
 			}
 		}
@@ -505,12 +506,12 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 			return res, err
 		}
 		defer loadDropDB(o.dbURL, dbName, stderr)
-		child, err := loadStartChild(ctx, o, withDatabase(o.dbURL, dbName), interval, stderr)
+		child, err := loadStartChild(ctx, o, store.WithDatabase(o.dbURL, dbName), interval, stderr)
 		if err != nil {
 			return res, err
 		}
 		defer child.stop(stderr)
-		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: withDatabase(o.dbURL, dbName), child: child}
+		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: store.WithDatabase(o.dbURL, dbName), child: child}
 		res.Target = "child: " + o.serverBin + " serve on " + child.addr + ", fresh database " + dbName
 		n := o.dbMaxConns
 		res.DBMaxConns = &n

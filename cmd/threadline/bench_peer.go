@@ -299,7 +299,7 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	admin := opt.databaseURL
 	if admin == "" {
 		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
-		admin, err = startOwnCluster(ctx, stderr)
+		admin, err = store.StartOwnCluster(ctx, stderr)
 		if err != nil {
 			return fmt.Errorf("bench peer: %w; set THREADLINE_DATABASE_URL (or --database-url) to a Postgres URL whose user may CREATE DATABASE", err)
 		}
@@ -317,7 +317,7 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("bench peer: create database %s: %w", name, err)
 	}
 	progress("database %s created on %s", name, redactURL(admin))
-	dbURL := withDatabase(admin, name)
+	dbURL := store.WithDatabase(admin, name)
 	b := &peerBench{opt: opt, stderr: stderr}
 	defer func() {
 		b.close()

@@ -6,20 +6,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/threadline/threadline/store"
 )
 
 // MachineInfo describes the machine a benchmark ran on.
@@ -70,10 +66,10 @@ func pgVersion(ctx context.Context, conn *pgx.Conn) string {
 	return v
 }
 
-// gitCommit returns `git rev-parse HEAD` of the repository around the
-// binary or the working directory, or "unknown".
+// gitCommit returns `git rev-parse HEAD` of the checkout around the binary
+// or the working directory, or "unknown".
 func gitCommit() string {
-	for _, dir := range candidateRoots() {
+	if dir, err := store.RepoRoot(); err == nil {
 		cmd := exec.Command("git", "-C", dir, "rev-parse", "HEAD")
 		out, err := cmd.Output()
 		if err == nil {
@@ -85,69 +81,6 @@ func gitCommit() string {
 	return "unknown"
 }
 
-// candidateRoots lists the directories a repository root is looked for
-// from: the binary's directory and the working directory.
-func candidateRoots() []string {
-	var out []string
-	if exe, err := os.Executable(); err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		out = append(out, filepath.Dir(exe))
-	}
-	if wd, err := os.Getwd(); err == nil {
-		out = append(out, wd)
-	}
-	return out
-}
-
-// repoRoot finds the Threadline checkout (the directory holding
-// deploy/pg.sh and go.mod) above the binary or the working directory.
-func repoRoot() (string, error) {
-	for _, start := range candidateRoots() {
-		for dir := start; ; dir = filepath.Dir(dir) {
-			if fileExists(filepath.Join(dir, "deploy", "pg.sh")) && fileExists(filepath.Join(dir, "go.mod")) {
-				return dir, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	return "", errors.New("no Threadline checkout (deploy/pg.sh) above the binary or the working directory")
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// startOwnCluster runs deploy/pg.sh start (which starts the project's own
-// cluster or reuses the running one) and returns the URL it prints. Its
-// progress goes to stderr.
-func startOwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "deploy", "pg.sh"), "start")
-	cmd.Dir = root
-	cmd.Stderr = stderr
-	// A server started by the script must not keep the command waiting on
-	// a pipe it inherited.
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("deploy/pg.sh start: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	u := strings.TrimSpace(lines[len(lines)-1])
-	if u == "" {
-		return "", errors.New("deploy/pg.sh start printed no URL")
-	}
-	return u, nil
-}
-
 // redactURL is a Postgres URL with its password hidden, for logs.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
@@ -155,17 +88,6 @@ func redactURL(s string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
-}
-
-// withDatabase is base with its database name replaced by name.
-func withDatabase(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	u.Path = "/" + name
-	u.RawPath = ""
-	return u.String()
 }
 
 // round rounds x to digits decimal places, for readable JSON.

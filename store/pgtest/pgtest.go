@@ -20,13 +20,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -58,54 +54,6 @@ func hostID() string {
 	return fmt.Sprintf("%06x", h.Sum32()&0xffffff)
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory, and THREADLINE_TEST_DATABASE_URL is not set")
-		}
-		dir = parent
-	}
-}
-
-// startCluster runs deploy/pg.sh start and returns the URL it prints.
-func startCluster() (string, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(filepath.Join(root, "deploy", "pg.sh"), "start")
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("deploy/pg.sh start: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	u := strings.TrimSpace(lines[len(lines)-1])
-	if u == "" {
-		return "", errors.New("deploy/pg.sh start printed no URL")
-	}
-	return u, nil
-}
-
-func withDB(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	u.Path = "/" + name
-	u.RawPath = ""
-	return u.String()
-}
-
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 func dbName(prefix string) string {
@@ -115,7 +63,8 @@ func dbName(prefix string) string {
 func setup() {
 	admin = os.Getenv("THREADLINE_TEST_DATABASE_URL")
 	if admin == "" {
-		if admin, initErr = startCluster(); initErr != nil {
+		if admin, initErr = store.StartOwnCluster(context.Background(), os.Stderr); initErr != nil {
+			initErr = fmt.Errorf("%w (or set THREADLINE_TEST_DATABASE_URL)", initErr)
 			return
 		}
 	}
@@ -133,7 +82,7 @@ func setup() {
 		initErr = fmt.Errorf("create template: %w", err)
 		return
 	}
-	err = store.MigrateUp(ctx, withDB(admin, template))
+	err = store.MigrateUp(ctx, store.WithDatabase(admin, template))
 	if err == nil {
 		// A template nobody can connect to: CREATE DATABASE … TEMPLATE fails
 		// while anyone is connected to its source.
@@ -191,7 +140,7 @@ func New(t testing.TB) string {
 			t.Errorf("pgtest: drop %s: %v", name, err)
 		}
 	})
-	return withDB(admin, name)
+	return store.WithDatabase(admin, name)
 }
 
 // Pool opens a pool to a fresh database (see New), closed when the test ends.
