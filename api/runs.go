@@ -134,18 +134,27 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	ctx := c.Request().Context()
 	w := c.Response()
 	h := w.Header()
-	h.Set(echo.HeaderContentType, "application/x-ndjson")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-Run-Id", run.ID.String())
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w.Writer)
 	bw := bufio.NewWriterSize(w.Writer, 32<<10)
 	enc := json.NewEncoder(bw)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	var line []byte
+	// The status goes out with the first event, once the run is durable:
+	// a run that could not be saved still gets a JSON error.
+	started := false
+	start := func() {
+		if !started {
+			started = true
+			h.Set(echo.HeaderContentType, "application/x-ndjson")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			h.Set("X-Run-Id", run.ID.String())
+			w.WriteHeader(http.StatusOK)
+		}
+	}
 	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
+		start()
 		if ev.Type == thread.KindToken {
 			// Tokens are most of a stream: write their line directly
 			// rather than through reflection and re-compaction.
@@ -172,11 +181,15 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		}
 		return nil
 	}
+	if err != nil && !started {
+		return err
+	}
 	if err != nil {
 		// Headers are sent; the client sees the stream end early and rejoins.
 		s.log.Error("stream run", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID), "err", err)
 		return nil
 	}
+	start() // a rejoin after the last event: an empty stream
 	if err := bw.Flush(); err != nil {
 		return nil
 	}

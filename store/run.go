@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -44,17 +45,18 @@ func notFoundRun(id uuid.UUID) error {
 	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
 }
 
-// RunCreate starts a run; see thread.Store. Its statements go to Postgres
-// as one pipelined batch in one implicit transaction (one round trip and
-// one commit): threadline_run_begin locks the thread and raises when the
-// run may not start, which rolls the whole batch back.
-func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+// RunStart starts a run; see thread.Store. Its statements go to Postgres as
+// one pipelined batch that opens a transaction and leaves it open:
+// threadline_run_begin locks the thread and raises when the run may not
+// start. The returned RunTx owns the connection.
+func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
 	r := in.Run
 	want := r.TreeSeq
 	if in.User != nil {
 		want--
 	}
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT threadline_run_begin($1, $2, $3)`, in.Thread, in.Caller, want)
 	cfg, _ := json.Marshal(r.Config)
 	b.Queue(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
@@ -63,31 +65,121 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 	if in.User != nil {
 		queueCheckpoint(b, in.User)
 	}
-	if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
-		return nil, err
-	}
 	b.Queue(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
 		in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
-	err := s.sendBatch(ctx, b, "start run")
-	if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
-		// The one-active-run index caught what the guard could not see:
-		// name the winner now that the batch's connection is back.
-		if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
-			return nil, inProgress(a.ID, a.MessageID)
-		}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start run: %w", interpretError(err))
 	}
+	tx := &runTx{s: s, conn: conn, run: r.ID}
+	if err := tx.send(ctx, b, "start run"); err != nil {
+		tx.Rollback()
+		if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
+			// The one-active-run index caught what the guard could not
+			// see: name the winner now that the transaction is gone.
+			if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
+				return nil, inProgress(a.ID, a.MessageID)
+			}
+		}
+		return nil, err
+	}
+	return tx, nil
+}
+
+// RunCreate is RunStart and Commit: a run started and durable at once.
+func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	tx, err := s.RunStart(ctx, in)
 	if err != nil {
 		return nil, err
 	}
+	defer tx.Rollback()
+	if err := tx.Commit(ctx, first); err != nil {
+		return nil, err
+	}
+	r := in.Run
 	r.LastSequence = first.Seq
 	return &r, nil
+}
+
+// runTx is thread.RunTx: an open transaction on one pooled connection.
+type runTx struct {
+	s    *Store
+	conn *pgxpool.Conn
+	run  uuid.UUID
+}
+
+var _ thread.RunTx = (*runTx)(nil)
+
+// send runs a batch in the open transaction and returns its first error,
+// interpreted.
+func (t *runTx) send(ctx context.Context, b *pgx.Batch, what string) error {
+	if t.conn == nil {
+		return fmt.Errorf("%s: the run's transaction has ended", what)
+	}
+	return execBatch(t.conn.SendBatch(ctx, b), b.Len(), what)
+}
+
+// Commit writes the first log record and commits, in one round trip.
+func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
+	b := &pgx.Batch{}
+	if err := queueEvents(b, t.run, []thread.Record{first}, false, ""); err != nil {
+		return err
+	}
+	b.Queue(`COMMIT`)
+	err := t.send(ctx, b, "commit run start")
+	if err == nil {
+		t.release()
+	}
+	return err
+}
+
+// Finish ends the run in the open transaction and commits, in one round
+// trip. No live segment can exist yet, so there is none to delete.
+func (t *runTx) Finish(ctx context.Context, in thread.RunFinish) error {
+	b := &pgx.Batch{}
+	if err := queueFinish(b, in, t.s.clock(), false); err != nil {
+		return err
+	}
+	b.Queue(`COMMIT`)
+	err := t.send(ctx, b, "finish run")
+	if err == nil {
+		t.release()
+	}
+	return err
+}
+
+// Rollback ends an open transaction and releases the connection. Its
+// context survives the caller's cancellation, so the rollback is sent.
+func (t *runTx) Rollback() {
+	if t.conn == nil {
+		return
+	}
+	if t.conn.Conn().PgConn().TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := t.conn.Exec(ctx, `ROLLBACK`); err != nil {
+			// A connection in an unknown state must not go back to the pool.
+			_ = t.conn.Conn().Close(ctx)
+		}
+	}
+	t.release()
+}
+
+func (t *runTx) release() {
+	if t.conn != nil {
+		t.conn.Release()
+		t.conn = nil
+	}
 }
 
 // sendBatch runs a batch as one implicit transaction and returns its first
 // error, interpreted.
 func (s *Store) sendBatch(ctx context.Context, b *pgx.Batch, what string) error {
-	br := s.pool.SendBatch(ctx, b)
-	for range b.Len() {
+	return execBatch(s.pool.SendBatch(ctx, b), b.Len(), what)
+}
+
+func execBatch(br pgx.BatchResults, n int, what string) error {
+	for range n {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return fmt.Errorf("%s: %w", what, interpretError(err))
@@ -255,6 +347,17 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 // RunFinish ends a run; see thread.Store. Like RunCreate, one batch in one
 // implicit transaction, guarded by threadline_run_end.
 func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	b := &pgx.Batch{}
+	if err := queueFinish(b, in, s.clock(), true); err != nil {
+		return err
+	}
+	return s.sendBatch(ctx, b, "finish run")
+}
+
+// queueFinish queues RunFinish's statements: the guard, the assistant
+// checkpoint, the compacted log (replacing the live segments when there may
+// be some), the run's end and the thread's title when it has none.
+func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time, replaceLive bool) error {
 	r := in.Run
 	for i, rec := range in.Records {
 		if rec.Seq != int64(i+1) {
@@ -268,17 +371,20 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	if in.Error != nil {
 		rerr, _ = json.Marshal(in.Error)
 	}
-	now := s.clock()
-	b := &pgx.Batch{}
 	b.Queue(`SELECT threadline_run_end($1, $2, $3, $4)`, r.ID, r.ThreadID, in.Assistant.Seq, now)
 	queueCheckpoint(b, &in.Assistant)
-	b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
+	if replaceLive {
+		b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
+	}
 	if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
 		return err
 	}
 	b.Queue(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, now)
-	return s.sendBatch(ctx, b, "finish run")
+	if in.Title != "" {
+		b.Queue(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`, r.ThreadID, in.Title)
+	}
+	return nil
 }
 
 // RunLeaseRenew extends the owner's leases; see thread.Store.

@@ -435,3 +435,118 @@ func TestRunCreateGuards(t *testing.T) {
 		t.Fatalf("checkpoints after refused runs: got %d (%v), want 2 (one chained, one user message)", len(nodes), err)
 	}
 }
+
+// BenchmarkRunTurn is a turn's store calls alone, a 200-token reply with
+// its compacted log: separate, the start commits alone (RunCreate) and then
+// the end (RunFinish), two commits; merged, the end is written in the
+// start's transaction (RunStart, RunTx.Finish), one commit.
+func BenchmarkRunTurn(b *testing.B) {
+	for _, merged := range []bool{false, true} {
+		name := "separate"
+		if merged {
+			name = "merged"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, _ := setup(b)
+			ctx := context.Background()
+			th := newThread(b, s, "bench")
+			parent := uuid.Nil
+			var start, end time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				now := time.Now().UTC().Truncate(time.Microsecond)
+				user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, ParentID: parent, Role: checkpoint.RoleUser, Content: text(strings.Repeat("q", 64)),
+					Seq: th.LastSeq + 1, CreatedAt: now}
+				r := &thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
+					MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: user.Seq, CreatedAt: now}
+				user.RunID = r.ID
+				in := thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: *r}
+				first := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
+				var tx thread.RunTx
+				var err error
+				if merged {
+					tx, err = s.RunStart(ctx, in)
+				} else {
+					_, err = s.RunCreate(ctx, in, first)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				recs := append([]thread.Record{first}, tokens(2, 200)...)
+				asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+					Content: text(strings.Repeat(" abcd", 200)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+				recs = append(recs, thread.Record{Seq: 202, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: asst.Seq})
+				fin := thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin"}
+				if merged {
+					err = tx.Finish(ctx, fin)
+					tx.Rollback()
+				} else {
+					err = s.RunFinish(ctx, fin)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				start += t1.Sub(t0)
+				end += time.Since(t1)
+				th.LastSeq = asst.Seq
+				parent = asst.ID
+			}
+			b.ReportMetric(float64(start.Microseconds())/1000/float64(b.N), "ms/start")
+			b.ReportMetric(float64(end.Microseconds())/1000/float64(b.N), "ms/end")
+		})
+	}
+}
+
+// TestRunStartHoldsTheThread: an open start is invisible to others and
+// makes a second start on its thread wait; a refused start and a finished
+// one give their connection back to the pool.
+func TestRunStartHoldsTheThread(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	in := func(seq int64) thread.RunCreate {
+		user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, Role: checkpoint.RoleUser, Content: text("hi"), Seq: seq, CreatedAt: now}
+		r := thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
+			MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: seq, CreatedAt: now}
+		user.RunID = r.ID
+		return thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: r}
+	}
+	first := in(1)
+	tx, err := s.RunStart(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunGet(ctx, th.ID, first.Run.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("RunGet of an open start: got %v, want not_found", err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		tx2, err := s.RunStart(ctx, in(1))
+		if err == nil {
+			tx2.Rollback()
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("second RunStart returned %v while the first start was open; want it to wait", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx, thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback() // after Commit: only releases
+	var e *checkpoint.Error
+	if err := <-second; !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != first.Run.ID.String() {
+		t.Fatalf("second RunStart: got %v, want run_in_progress naming %s", err, first.Run.ID)
+	}
+	if got, err := s.RunGet(ctx, th.ID, first.Run.ID); err != nil || got.LastSequence != 1 {
+		t.Fatalf("RunGet after Commit: got %+v (%v), want the run with sequence 1", got, err)
+	}
+	if n := pool.Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("connections still held: got %d, want 0", n)
+	}
+}

@@ -10,7 +10,8 @@ import (
 // takes what all runs produced since the last commit and writes it in one
 // transaction, then publishes it. While one commit is in flight the next one
 // gathers, so the cost per token falls as load rises, and no event is
-// published before it is durable.
+// published before it is durable. A run's records join only once its start
+// is committed: their rows reference the run's row.
 type committer struct {
 	s       *Service
 	mu      sync.Mutex
@@ -36,12 +37,65 @@ type logWriter struct {
 	stopped  bool
 	failed   bool
 	idle     *sync.Cond
+	// start is where the run's start transaction stands; records wait in
+	// pending until it is committed (their rows need the run's row).
+	start     startState
+	startDone chan struct{} // closed when start leaves startCommitting
 }
 
+type startState int
+
+const (
+	startOpen       startState = iota // written, not committed
+	startCommitting                   // the linger ran out: committing alone
+	startCommitted
+	startFailed
+	startMerged // the run ended first: the finish commits it
+)
+
 func (c *committer) writer(r *Run, first Record) *logWriter {
-	w := &logWriter{c: c, run: r, all: []Record{first}}
+	w := &logWriter{c: c, run: r, all: []Record{first}, startDone: make(chan struct{})}
 	w.idle = sync.NewCond(&w.mu)
 	return w
+}
+
+// claimStart moves an open start to next (startCommitting or startMerged)
+// and reports whether it was still open.
+func (w *logWriter) claimStart(next startState) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.start != startOpen {
+		return false
+	}
+	w.start = next
+	return true
+}
+
+// started records the outcome of committing the start alone; on success
+// the records that waited for it go to the group commit.
+func (w *logWriter) started(ok bool) {
+	w.mu.Lock()
+	w.start = startFailed
+	queue := false
+	if ok {
+		w.start = startCommitted
+		queue = len(w.pending) > 0 && !w.stopped
+	}
+	close(w.startDone)
+	w.mu.Unlock()
+	if queue {
+		w.c.queue(w)
+	}
+}
+
+func (c *committer) queue(w *logWriter) {
+	c.mu.Lock()
+	c.pending[w] = struct{}{}
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // add queues a record; it never blocks on the database.
@@ -52,16 +106,10 @@ func (w *logWriter) add(rec Record) {
 	}
 	w.pending = append(w.pending, rec)
 	w.all = append(w.all, rec)
-	queue := !w.inflight && !w.failed
+	queue := !w.inflight && !w.failed && w.start == startCommitted
 	w.mu.Unlock()
 	if queue {
-		w.c.mu.Lock()
-		w.c.pending[w] = struct{}{}
-		w.c.mu.Unlock()
-		select {
-		case w.c.kick <- struct{}{}:
-		default:
-		}
+		w.c.queue(w)
 	}
 }
 
@@ -93,7 +141,7 @@ func (c *committer) loop() {
 		var segs []Segment
 		for w := range ws {
 			w.mu.Lock()
-			if !w.stopped && !w.failed && len(w.pending) > 0 {
+			if !w.stopped && !w.failed && w.start == startCommitted && len(w.pending) > 0 {
 				batch = append(batch, taken{w, w.pending, w.since})
 				segs = append(segs, Segment{RunID: w.run.ID, Records: w.pending})
 				w.pending = nil
@@ -121,13 +169,7 @@ func (c *committer) loop() {
 				t.w.failed = true
 				t.w.pending = append(t.recs, t.w.pending...)
 			} else if len(t.w.pending) > 0 && !t.w.stopped {
-				c.mu.Lock()
-				c.pending[t.w] = struct{}{}
-				c.mu.Unlock()
-				select {
-				case c.kick <- struct{}{}:
-				default:
-				}
+				c.queue(t.w)
 			}
 			t.w.idle.Broadcast()
 			t.w.mu.Unlock()

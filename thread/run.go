@@ -163,11 +163,11 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		user.Seq = th.LastSeq + 1
 		r.UserMessageID, r.ParentID, r.TreeSeq = user.ID, user.ID, user.Seq
 	}
-	first := Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
-	created, err := s.store.RunCreate(ctx, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}, first)
+	tx, err := s.store.RunStart(ctx, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r})
 	if err != nil {
-		if user != nil && req.Message.ID != uuid.Nil && errors.Is(err, checkpoint.ErrConflict) {
-			// A concurrent retry with the same message id won the race.
+		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
+			// A concurrent retry with the same message id won the race;
+			// its start was committed while this one waited for the lock.
 			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
 				if t2, err2 := s.tree(ctx, th2); err2 == nil {
 					if prev := t2.Get(req.Message.ID); prev != nil {
@@ -178,20 +178,22 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		}
 		return nil, false, err
 	}
+	created := &r
+	created.LastSequence = 1
 	if user != nil {
-		if nt, err := tree.Append(*user); err == nil {
-			s.remember(threadID, nt)
-			tree = nt
+		// Not remembered yet: the start is not committed.
+		if tree, err = tree.Append(*user); err != nil {
+			tx.Rollback()
+			return nil, false, err
 		}
 	}
-	th.LastSeq = created.TreeSeq
 	mreq, err := s.modelRequest(ctx, caller, tree, created, req.Config)
 	if err != nil {
-		// The run is durable; finish it as failed rather than leave it running.
+		// Finish the run as failed rather than refuse it after the fact.
 		mreq = ModelRequest{}
 		model = failingModel{err: err}
 	}
-	s.launch(th, created, tree, model, mreq)
+	s.launch(th, created, tree, model, mreq, tx)
 	return created, false, nil
 }
 
@@ -314,21 +316,18 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 }
 
 // launch starts the run loop in the background.
-func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest) {
+func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
 	ctx, stop := context.WithCancel(context.Background())
 	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, presub: s.hub.Subscribe(r.ID)}
 	s.mu.Lock()
 	s.runs[r.ID] = ar
 	s.runsDone.Add(1)
 	s.mu.Unlock()
-	first := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
-		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
-	s.hub.Publish(r.ID, first)
 	go func() {
 		defer s.runsDone.Done()
 		defer close(ar.done)
 		defer stop()
-		s.execute(ar, tree, model, req)
+		s.execute(ar, tree, model, req, tx)
 		s.mu.Lock()
 		delete(s.runs, r.ID)
 		s.mu.Unlock()
@@ -352,10 +351,41 @@ func (s *Service) publish(r *Run, batch []Record, since time.Time) {
 	}
 }
 
-// execute runs the model, logs its tokens and writes the final state.
-func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest) {
+// execute runs the model, logs its tokens and writes the final state. The
+// run's start stays uncommitted for up to StartLinger: a run that ends
+// within it is committed once, with its end; otherwise the start commits
+// alone, its first snapshot is published and the tokens follow through the
+// group commit.
+func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
 	r := ar.run
-	w := s.commits.writer(r, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
+	firstRec := Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
+	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
+		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
+	w := s.commits.writer(r, firstRec)
+	commitStart := func() {
+		if !w.claimStart(startCommitting) {
+			return // the run ended first and commits the start itself
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := tx.Commit(ctx, firstRec)
+		cancel()
+		tx.Rollback()
+		if err != nil {
+			s.log.Error("commit run start", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+			ar.cancel(RunFailed)
+			w.started(false)
+			return
+		}
+		s.remember(r.ThreadID, tree)
+		s.hub.Publish(r.ID, firstEv)
+		w.started(true)
+	}
+	var linger *time.Timer
+	if s.cfg.StartLinger > 0 {
+		linger = time.AfterFunc(s.cfg.StartLinger, commitStart)
+	} else {
+		commitStart()
+	}
 	seq := int64(1)
 	var text strings.Builder
 	res, err := model.Stream(ar.ctx, req, func(tok string) error {
@@ -367,8 +397,23 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
 		return nil
 	})
+	merged := w.claimStart(startMerged)
+	if merged {
+		linger.Stop()
+	} else {
+		<-w.startDone
+	}
 	tail := w.stop()
 	all := w.all
+	if w.start == startFailed {
+		// Nothing of the run is durable, so nothing was published: its
+		// follower finds no run and says so.
+		s.hub.End(r.ID)
+		if s.cfg.OnRunEnd != nil {
+			s.cfg.OnRunEnd(RunFailed)
+		}
+		return
+	}
 
 	status, st := RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}
 	var runErr *RunError
@@ -398,36 +443,68 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		modelName = r.Model + " (" + res.Model + ")"
 	}
 	first := status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1
+	fin := finishing{run: r, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
+		model: modelName, usage: usage, err: runErr}
 	if first && s.cfg.TitleModel == "" {
-		// Title before the final event, so a client that reads the thread
-		// after the stream ends sees it.
-		s.autoTitle(r.ThreadID, tree, "")
+		// Titled in the final transaction, so a client that reads the
+		// thread after the stream ends sees it.
+		fin.title = TitleFrom(tree.Nodes()[0].Text())
 	}
-	s.finish(r, tree, status, st, text.String(), all, tail, modelName, usage, runErr)
+	if merged {
+		fin.tx, fin.first = tx, &firstEv
+	}
+	s.finish(fin)
 	if first && s.cfg.TitleModel != "" {
 		// A title model takes its time: the stream does not wait for it.
 		s.autoTitle(r.ThreadID, tree, text.String())
 	}
 }
 
+// finishing is what finish writes and publishes.
+type finishing struct {
+	run    *Run
+	tree   *checkpoint.Tree
+	status RunStatus
+	st     *checkpoint.Status
+	text   string
+	all    []Record // the whole log from sequence 1
+	tail   []Record // what was not published yet
+	model  string
+	usage  *Usage
+	err    *RunError
+	title  string // the thread's title if it has none
+	// tx is the run's uncommitted start, committed with the end; first is
+	// then its first event, published before the tail.
+	tx    RunTx
+	first *Event
+}
+
 // finish writes the assistant checkpoint and the compacted log, then
 // publishes what was not yet published and ends the run's subscriptions.
-func (s *Service) finish(r *Run, tree *checkpoint.Tree, status RunStatus, st *checkpoint.Status, text string,
-	all, tail []Record, model string, usage *Usage, runErr *RunError) {
+func (s *Service) finish(f finishing) {
+	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
 		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
-		Content: []checkpoint.Part{{Type: "text", Text: text}}, Status: st, RunID: r.ID, CreatedAt: r.CreatedAt,
+		Content: []checkpoint.Part{{Type: "text", Text: f.text}}, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
 	}
 	final := Record{Seq: all[len(all)-1].Seq + 1, Kind: KindSnapshot, Status: status, TreeSeq: asst.Seq}
 	all = append(all, final)
 	tail = append(tail, final)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := s.store.RunFinish(ctx, RunFinish{Run: r, Status: status, Assistant: asst, Records: all, Model: model, Usage: usage, Error: runErr})
+	in := RunFinish{Run: r, Status: status, Assistant: asst, Records: all, Model: f.model, Usage: f.usage, Error: f.err, Title: f.title}
+	var err error
+	if f.tx != nil {
+		err = f.tx.Finish(ctx, in)
+		f.tx.Rollback()
+	} else {
+		err = s.store.RunFinish(ctx, in)
+	}
 	if err != nil {
-		// Nothing more is published: the lease lapses and recovery ends the
-		// run from its durable log.
-		s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+		// Nothing more is published. A committed start: the lease lapses
+		// and recovery ends the run from its durable log. An uncommitted
+		// one: nothing of the run exists, and its follower says so.
+		s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "start_committed", f.tx == nil, "err", err)
 		s.hub.End(r.ID)
 		return
 	}
@@ -436,7 +513,10 @@ func (s *Service) finish(r *Run, tree *checkpoint.Tree, status RunStatus, st *ch
 		s.remember(r.ThreadID, nt)
 		tree = nt
 	}
-	events := make([]Event, 0, len(tail))
+	events := make([]Event, 0, len(tail)+1)
+	if f.first != nil {
+		events = append(events, *f.first)
+	}
 	for _, rec := range tail {
 		if rec.Kind == KindSnapshot {
 			events = append(events, Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq,
@@ -611,7 +691,7 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 	}
 	text, _ := foldTokens(recs)
 	st := &checkpoint.Status{Type: "incomplete", Reason: "other"}
-	s.finish(r, tree.Upto(r.TreeSeq), RunInterrupted, st, text, recs, nil, r.Model, nil, nil)
+	s.finish(finishing{run: r, tree: tree.Upto(r.TreeSeq), status: RunInterrupted, st: st, text: text, all: recs, model: r.Model})
 	s.log.Warn("recovered interrupted run", "run_id", r.ID, "thread_id", r.ThreadID, "tokens_kept", len(text))
 	return nil
 }

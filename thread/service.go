@@ -36,6 +36,12 @@ type Config struct {
 	// TitleModel names the model that titles a thread after its first
 	// exchange ("": the first words of the first user message).
 	TitleModel string
+	// StartLinger is how long a run's start may stay uncommitted while the
+	// model runs (2ms; negative: commit at once). A run that ends within
+	// it commits its start and its end together, once; a longer one
+	// commits its start when the linger ends, and its client's first event
+	// waits that long.
+	StartLinger time.Duration
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -78,6 +84,9 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.StartLinger == 0 {
+		cfg.StartLinger = 2 * time.Millisecond
 	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), runs: make(map[uuid.UUID]*activeRun)}
@@ -415,6 +424,11 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 			// and the run's status commit together, so read the status
 			// first and the log again.
 			cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
+			if errors.Is(err, checkpoint.ErrNotFound) && last == 0 {
+				// A run handed out by StartRun whose start never committed.
+				return false, &checkpoint.Error{Code: "unavailable",
+					Message: fmt.Sprintf("run %s was not saved (the database failed, or its thread was deleted); retry the request", r.ID)}
+			}
 			if err != nil || !cur.Status.Done() {
 				return false, err
 			}

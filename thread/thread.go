@@ -183,6 +183,24 @@ type RunFinish struct {
 	Model     string
 	Usage     *Usage
 	Error     *RunError
+	// Title, when not empty, becomes the thread's title if it has none.
+	Title string
+}
+
+// RunTx is a run whose start (user message, run row, thread head) is written
+// but not yet committed: it holds its thread's row lock and one connection
+// until Commit, Finish or Rollback. The service commits a start on its own
+// only when the run outlives a short linger, so a run that ends fast (a
+// regenerate, a short reply) costs one commit, not two.
+type RunTx interface {
+	// Commit makes the start durable with the run's first log record.
+	Commit(ctx context.Context, first Record) error
+	// Finish ends the run in the start's transaction and commits both; its
+	// Records hold the whole log from sequence 1. Errors as Store.RunFinish.
+	Finish(ctx context.Context, in RunFinish) error
+	// Rollback abandons whatever was not committed. It is safe to call after
+	// Commit or Finish, and always releases the connection.
+	Rollback()
 }
 
 // Store persists threads, checkpoints, runs and run event logs. Every method
@@ -208,12 +226,12 @@ type Store interface {
 	// CheckpointsAfter returns the thread's checkpoints with Seq > after, in Seq order.
 	CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error)
 
-	// RunCreate creates the thread when it does not exist, appends the user
-	// message, inserts the running run and its first log record (a snapshot
-	// at the new tree), and points the thread's head at the assistant
-	// message, in one transaction. run_in_progress names the active run;
-	// conflict when the user message id already exists.
-	RunCreate(ctx context.Context, in RunCreate, first Record) (*Run, error)
+	// RunStart appends the user message, inserts the running run and points
+	// the thread's head at the assistant message, in a transaction it leaves
+	// open (see RunTx). not_found for an unknown or foreign thread;
+	// run_in_progress names the active run; conflict when the user message
+	// id already exists or the thread grew past in.Run.TreeSeq.
+	RunStart(ctx context.Context, in RunCreate) (RunTx, error)
 	// RunGet returns the run with its last durable sequence; not_found.
 	RunGet(ctx context.Context, threadID, runID uuid.UUID) (*Run, error)
 	// RunByUserMessage returns the run that appended the user message; not_found.

@@ -1,0 +1,305 @@
+package thread_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+)
+
+// countingStore counts how a run's start and end reach the database, and
+// can make a start's commit or merged finish fail.
+type countingStore struct {
+	*store.Store
+	mu                               sync.Mutex
+	commits, finishes, plainFinishes int
+	appends                          int
+	failCommit, failFinish           bool
+}
+
+func (c *countingStore) count(n *int) {
+	c.mu.Lock()
+	*n++
+	c.mu.Unlock()
+}
+
+func (c *countingStore) counts() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("start commits %d, merged finishes %d, separate finishes %d, group commits %d",
+		c.commits, c.finishes, c.plainFinishes, c.appends)
+}
+
+func (c *countingStore) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
+	tx, err := c.Store.RunStart(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &countingTx{RunTx: tx, c: c}, nil
+}
+
+func (c *countingStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	c.count(&c.plainFinishes)
+	return c.Store.RunFinish(ctx, in)
+}
+
+func (c *countingStore) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	c.count(&c.appends)
+	return c.Store.RunEventsAppend(ctx, segs)
+}
+
+type countingTx struct {
+	thread.RunTx
+	c *countingStore
+}
+
+var errInjected = errors.New("injected: the database went away")
+
+func (x *countingTx) Commit(ctx context.Context, first thread.Record) error {
+	x.c.count(&x.c.commits)
+	if x.c.failCommit {
+		return errInjected
+	}
+	return x.RunTx.Commit(ctx, first)
+}
+
+func (x *countingTx) Finish(ctx context.Context, in thread.RunFinish) error {
+	x.c.count(&x.c.finishes)
+	if x.c.failFinish {
+		return errInjected
+	}
+	return x.RunTx.Finish(ctx, in)
+}
+
+// gated emits its first token, then waits for release before the rest.
+type gated struct {
+	release chan struct{}
+	started chan struct{}
+	once    sync.Once
+}
+
+func newGated() *gated { return &gated{release: make(chan struct{}), started: make(chan struct{})} }
+
+func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+	if err := on("first"); err != nil {
+		return thread.ModelResult{}, err
+	}
+	g.once.Do(func() { close(g.started) })
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return thread.ModelResult{}, ctx.Err()
+	}
+	if err := on(" second"); err != nil {
+		return thread.ModelResult{}, err
+	}
+	return thread.ModelResult{StopReason: "stop"}, nil
+}
+
+func startSetup(t *testing.T, m thread.Model, linger time.Duration) (*thread.Service, *countingStore) {
+	t.Helper()
+	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
+	svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: linger})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		svc.Shutdown(ctx)
+	})
+	return svc, cs
+}
+
+// follow drains a run and returns its events.
+func follow(t *testing.T, svc *thread.Service, r *thread.Run) ([]thread.Event, error) {
+	t.Helper()
+	var evs []thread.Event
+	err := svc.FollowRun(context.Background(), "local", r, 0, func(ev thread.Event, _ bool) error {
+		evs = append(evs, ev)
+		return nil
+	})
+	return evs, err
+}
+
+func checkSequence(t *testing.T, evs []thread.Event, want int) {
+	t.Helper()
+	if len(evs) != want {
+		t.Fatalf("events: got %d, want %d", len(evs), want)
+	}
+	for i, ev := range evs {
+		if ev.Sequence != int64(i+1) {
+			t.Fatalf("event %d: got sequence %d, want %d", i, ev.Sequence, i+1)
+		}
+	}
+	if evs[0].Type != thread.KindSnapshot || evs[0].Snapshot.RunStatus != thread.RunRunning {
+		t.Fatalf("first event: got %s %v, want a running snapshot", evs[0].Type, evs[0].Snapshot)
+	}
+	if last := evs[len(evs)-1]; !last.Final() || last.Snapshot.RunStatus != thread.RunSucceeded {
+		t.Fatalf("last event: got %s, want the final succeeded snapshot", last.Type)
+	}
+}
+
+// TestFastRunCommitsOnce: a run that ends within the linger writes its
+// start and its end in one transaction, with no separate log commits, and
+// every event still arrives in order after it is durable.
+func TestFastRunCommitsOnce(t *testing.T) {
+	t.Parallel()
+	svc, cs := startSetup(t, &recorder{}, time.Hour)
+	ctx := context.Background()
+	tid := uuid.New()
+	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("hello there")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := follow(t, svc, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, evs, 5) // snapshot, 3 tokens, final
+	if got, want := cs.counts(), "start commits 0, merged finishes 1, separate finishes 0, group commits 0"; got != want {
+		t.Fatalf("commits: got %s, want %s", got, want)
+	}
+	snap, err := svc.Snapshot(ctx, "local", tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := leaf(&snap.Snapshot).Text(); got != "reply 1" {
+		t.Fatalf("stored reply: got %q, want %q", got, "reply 1")
+	}
+	th, err := svc.GetThread(ctx, "local", tid)
+	if err != nil || th.Title == nil || *th.Title != "hello there" {
+		t.Fatalf("title after the first exchange: got %v (%v), want %q", th, err, "hello there")
+	}
+}
+
+// TestSlowRunCommitsStartAlone: a run still going when the linger ends
+// commits its start alone; its client sees the snapshot and the first
+// token while the model still runs, and the run is visible to others.
+func TestSlowRunCommitsStartAlone(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	svc, cs := startSetup(t, g, time.Millisecond)
+	ctx := context.Background()
+	tid := uuid.New()
+	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []thread.Event
+	err = svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+		evs = append(evs, ev)
+		if ev.Type == thread.KindToken && ev.Text == "first" {
+			// Durable and published while the model is held.
+			got, err := cs.Store.RunGet(ctx, tid, r.ID)
+			if err != nil || got.Status != thread.RunRunning || got.LastSequence < 2 {
+				t.Errorf("run while the model waits: got %+v (%v), want running with sequence >= 2 logged", got, err)
+			}
+			close(g.release)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, evs, 4)
+	cs.mu.Lock()
+	commits, finishes, plain := cs.commits, cs.finishes, cs.plainFinishes
+	cs.mu.Unlock()
+	if commits != 1 || finishes != 0 || plain != 1 {
+		t.Fatalf("commits: got %s, want the start and the end committed separately", cs.counts())
+	}
+}
+
+// TestSecondRunWaitsForOpenStart: a second run on a thread whose first run
+// holds an uncommitted start gets run_in_progress naming the first.
+func TestSecondRunWaitsForOpenStart(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	svc, _ := startSetup(t, g, 20*time.Millisecond)
+	ctx := context.Background()
+	tid := uuid.New()
+	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.started // the start is most likely still open: the linger is 20ms
+	_, _, err = svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again"), ParentID: r.UserMessageID})
+	var e *checkpoint.Error
+	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != r.ID.String() {
+		t.Fatalf("second StartRun: got %v, want run_in_progress naming %s", err, r.ID)
+	}
+	close(g.release)
+	if evs, err := follow(t, svc, r); err != nil {
+		t.Fatal(err)
+	} else {
+		checkSequence(t, evs, 4)
+	}
+}
+
+// TestUnsavedStartIsAnError: when the start cannot be committed, alone or
+// with the run's end, the client gets an unavailable error and no event,
+// and nothing of the run is stored.
+func TestUnsavedStartIsAnError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		model  func() thread.Model
+		linger time.Duration
+		fail   func(*countingStore)
+	}{
+		{"commit alone", func() thread.Model { return newGated() }, time.Millisecond, func(c *countingStore) { c.failCommit = true }},
+		{"with the end", func() thread.Model { return &recorder{} }, time.Hour, func(c *countingStore) { c.failFinish = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := tc.model()
+			svc, cs := startSetup(t, m, tc.linger)
+			tc.fail(cs)
+			ctx := context.Background()
+			tid := uuid.New()
+			if _, _, err := svc.CreateThread(ctx, "local", tid, nil); err != nil {
+				t.Fatal(err)
+			}
+			r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := follow(t, svc, r)
+			if checkpoint.ErrorCode(err) != "unavailable" || len(evs) != 0 {
+				t.Fatalf("follow: got %d events, err %v; want none and unavailable", len(evs), err)
+			}
+			if _, err := cs.Store.RunGet(ctx, tid, r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+				t.Fatalf("RunGet: got %v, want not_found", err)
+			}
+			nodes, err := cs.Store.CheckpointsAfter(ctx, tid, 0)
+			if err != nil || len(nodes) != 0 {
+				t.Fatalf("checkpoints: got %d (%v), want none", len(nodes), err)
+			}
+			// Nothing is left locked: the next run on the thread works.
+			cs.mu.Lock()
+			cs.failCommit, cs.failFinish = false, false
+			cs.mu.Unlock()
+			if g, ok := m.(*gated); ok {
+				close(g.release)
+			}
+			r, _, err = svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := follow(t, svc, r); err != nil {
+				t.Fatal(err)
+			}
+			if nodes, err := cs.Store.CheckpointsAfter(ctx, tid, 0); err != nil || len(nodes) != 2 {
+				t.Fatalf("checkpoints after the next run: got %d (%v), want 2", len(nodes), err)
+			}
+		})
+	}
+}
