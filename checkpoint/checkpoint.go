@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -168,9 +169,21 @@ func (n *Node) Text() string {
 // Tree is an immutable, append-only view of a thread's checkpoints ordered by
 // Seq. Appending returns a new Tree and never changes an existing one, so a
 // Tree can be shared between goroutines.
+//
+// Appending to the newest tree of a lineage costs only the new nodes: the
+// trees share one backing array, of which each sees a prefix, and one index
+// whose positions past a tree's length it ignores. Appending to an older tree
+// (a second branch of versions) copies it once.
 type Tree struct {
 	nodes []Node
-	index map[uuid.UUID]int
+	sh    *treeStore
+}
+
+// treeStore is what a lineage of trees shares.
+type treeStore struct {
+	mu    sync.Mutex
+	n     int      // the longest tree's length: only it may append in place
+	index sync.Map // uuid.UUID -> int position; written once per id
 }
 
 // NewTree builds a tree from nodes ordered by Seq.
@@ -181,6 +194,18 @@ func NewTree(nodes []Node) (*Tree, error) {
 	return (&Tree{}).Append(nodes...)
 }
 
+func (t *Tree) pos(id uuid.UUID) (int, bool) {
+	if t.sh == nil {
+		return 0, false
+	}
+	v, ok := t.sh.index.Load(id)
+	if !ok {
+		return 0, false
+	}
+	i := v.(int)
+	return i, i < len(t.nodes)
+}
+
 // Append returns a new tree with nodes added after the existing ones.
 //
 // It returns an invalid_request error if a parent is unknown or an id repeats.
@@ -188,34 +213,52 @@ func (t *Tree) Append(nodes ...Node) (*Tree, error) {
 	if len(nodes) == 0 {
 		return t, nil
 	}
-	n := &Tree{
-		nodes: make([]Node, len(t.nodes), len(t.nodes)+len(nodes)),
-		index: make(map[uuid.UUID]int, len(t.nodes)+len(nodes)),
-	}
-	copy(n.nodes, t.nodes)
-	for k, v := range t.index {
-		n.index[k] = v
+	var batch map[uuid.UUID]bool
+	if len(nodes) > 1 {
+		batch = make(map[uuid.UUID]bool, len(nodes))
 	}
 	for _, nd := range nodes {
-		if _, dup := n.index[nd.ID]; dup {
+		if _, dup := t.pos(nd.ID); dup || batch[nd.ID] {
 			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
 		}
 		if nd.ParentID != uuid.Nil {
-			if _, ok := n.index[nd.ParentID]; !ok {
+			if _, ok := t.pos(nd.ParentID); !ok && !batch[nd.ParentID] {
 				return nil, Errorf(EInvalid, "message %s: parent %s is not in the tree before it", nd.ID, nd.ParentID)
 			}
 		}
-		n.index[nd.ID] = len(n.nodes)
-		n.nodes = append(n.nodes, nd)
+		if batch != nil {
+			batch[nd.ID] = true
+		}
 	}
-	return n, nil
+	if sh := t.sh; sh != nil {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if sh.n == len(t.nodes) {
+			// The newest tree: no other tree sees past its end, so the
+			// shared array and index can grow in place.
+			all := append(t.nodes, nodes...)
+			for i := len(t.nodes); i < len(all); i++ {
+				sh.index.Store(all[i].ID, i)
+			}
+			sh.n = len(all)
+			return &Tree{nodes: all, sh: sh}, nil
+		}
+	}
+	sh := &treeStore{}
+	all := make([]Node, 0, len(t.nodes)+len(nodes)+len(t.nodes)/4+8)
+	all = append(append(all, t.nodes...), nodes...)
+	for i := range all {
+		sh.index.Store(all[i].ID, i)
+	}
+	sh.n = len(all)
+	return &Tree{nodes: all, sh: sh}, nil
 }
 
 // Len returns the number of nodes.
 func (t *Tree) Len() int { return len(t.nodes) }
 
 // Nodes returns the nodes in order. The slice must not be modified.
-func (t *Tree) Nodes() []Node { return t.nodes }
+func (t *Tree) Nodes() []Node { return t.nodes[:len(t.nodes):len(t.nodes)] }
 
 // LastSeq returns the Seq of the newest node, or 0 for an empty tree.
 func (t *Tree) LastSeq() int64 {
@@ -227,7 +270,7 @@ func (t *Tree) LastSeq() int64 {
 
 // Get returns the node with id, or nil.
 func (t *Tree) Get(id uuid.UUID) *Node {
-	i, ok := t.index[id]
+	i, ok := t.pos(id)
 	if !ok {
 		return nil
 	}
@@ -243,8 +286,7 @@ func (t *Tree) Upto(seq int64) *Tree {
 	if k == len(t.nodes) {
 		return t
 	}
-	nt, _ := NewTree(t.nodes[:k])
-	return nt
+	return &Tree{nodes: t.nodes[:k], sh: t.sh}
 }
 
 // Path returns the nodes from the root to id, root first, or nil if id is
@@ -285,10 +327,11 @@ func (t *Tree) ResolveHead(id uuid.UUID) uuid.UUID {
 	hasChild := make([]bool, len(t.nodes))
 	for _, n := range t.nodes {
 		if n.ParentID != uuid.Nil {
-			hasChild[t.index[n.ParentID]] = true
+			p, _ := t.pos(n.ParentID)
+			hasChild[p] = true
 		}
 	}
-	start, ok := t.index[id]
+	start, ok := t.pos(id)
 	if !ok {
 		for i := len(t.nodes) - 1; i >= 0; i-- {
 			if !hasChild[i] {
@@ -309,7 +352,7 @@ func (t *Tree) ResolveHead(id uuid.UUID) uuid.UUID {
 			if p == uuid.Nil {
 				break
 			}
-			cur = t.index[p]
+			cur, _ = t.pos(p)
 			if cur == start {
 				return t.nodes[i].ID
 			}

@@ -278,6 +278,92 @@ func TestAppendIsImmutable(t *testing.T) {
 	if up := a.Upto(7); up.Len() != n {
 		t.Fatalf("Upto: got %d nodes, want %d", up.Len(), n)
 	}
+	// Each branch of versions sees only its own nodes, also after growing.
+	na, nb := a.Nodes()[n].ID, b.Nodes()[n].ID
+	a2, err := a.Append(Node{ID: uuid.New(), ParentID: na, Seq: 9, Role: RoleAssistant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		tr   *Tree
+		id   uuid.UUID
+		want bool
+	}{
+		{"tr has a's node", tr, na, false}, {"tr has b's node", tr, nb, false},
+		{"a has b's node", a, nb, false}, {"b has a's node", b, na, false},
+		{"a2 has a's node", a2, na, true}, {"a2 has b's node", a2, nb, false},
+		{"a has a2's node", a, a2.Nodes()[n+1].ID, false}, {"Upto has a's node", a2.Upto(7), na, false},
+	} {
+		if got := c.tr.Get(c.id) != nil; got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+	// An older version appends by copying: the id a2 added is free there.
+	again, err := a.Append(Node{ID: a2.Nodes()[n+1].ID, ParentID: na, Seq: 9, Role: RoleAssistant})
+	if err != nil || again.Len() != n+2 || a2.Len() != n+2 {
+		t.Fatalf("append to an older version: got %v (%v)", again, err)
+	}
+	if _, err := a2.Append(Node{ID: na, Seq: 10, Role: RoleUser}); ErrorCode(err) != EInvalid {
+		t.Fatalf("repeated id: got %v, want invalid_request", err)
+	}
+	if got := a2.Nodes(); cap(got) != len(got) {
+		t.Fatalf("Nodes: cap %d beyond len %d lets a caller write into the shared array", cap(got), len(got))
+	}
+}
+
+// TestConcurrentAppends: goroutines appending to one tree each get their
+// own tree (run with -race).
+func TestConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	tr, id := conversation(t)
+	const k = 16
+	out := make(chan *Tree, k)
+	for range k {
+		go func() {
+			nt, err := tr.Append(Node{ID: uuid.New(), ParentID: id[6], Seq: 8, Role: RoleUser})
+			if err != nil {
+				t.Error(err)
+			}
+			out <- nt
+		}()
+	}
+	seen := map[uuid.UUID]bool{}
+	for range k {
+		nt := <-out
+		last := nt.Nodes()[tr.Len()].ID
+		if seen[last] || nt.Len() != tr.Len()+1 || nt.Get(last) == nil {
+			t.Fatalf("a concurrent append got a shared or broken tree: len %d", nt.Len())
+		}
+		seen[last] = true
+		for other := range seen {
+			if other != last && nt.Get(other) != nil {
+				t.Fatalf("tree sees another goroutine's node %s", other)
+			}
+		}
+	}
+}
+
+// BenchmarkAppend is one message appended to the newest tree of N nodes:
+// its cost must not grow with N.
+func BenchmarkAppend(b *testing.B) {
+	for _, n := range []int{20, 1000, 10000} {
+		r := rand.New(rand.NewPCG(1, 2))
+		base := randomTree(r, n)
+		b.Run(itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			tr := base
+			last := tr.Nodes()[tr.Len()-1].ID
+			for b.Loop() {
+				id := uuid.New()
+				var err error
+				if tr, err = tr.Append(Node{ID: id, ParentID: last, Seq: int64(tr.Len() + 1), Role: RoleUser}); err != nil {
+					b.Fatal(err)
+				}
+				last = id
+			}
+		})
+	}
 }
 
 func BenchmarkExport(b *testing.B) {

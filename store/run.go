@@ -298,17 +298,17 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 // RunEventsAfter returns the logged records after a sequence, restoring the
 // token texts of a compacted log from the assistant checkpoint.
 func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT first_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2 ORDER BY last_seq`, runID, after)
+	rows, err := s.pool.Query(ctx, `SELECT first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2 ORDER BY last_seq`, runID, after)
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
 	}
 	type seg struct {
-		first int64
-		data  []byte
+		first, last int64
+		data        []byte
 	}
 	segs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (seg, error) {
 		var sg seg
-		return sg, r.Scan(&sg.first, &sg.data)
+		return sg, r.Scan(&sg.first, &sg.last, &sg.data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
@@ -331,7 +331,7 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 				text += p.Text
 			}
 		}
-		recs, err := decodeSegment(sg.first, sg.data, text)
+		recs, err := decodeSegment(sg.first, sg.last, sg.data, text)
 		if err != nil {
 			return nil, fmt.Errorf("run %s log: %w", runID, err)
 		}
@@ -438,14 +438,18 @@ func (s *Store) RunClaimExpired(ctx context.Context, owner string, now, until ti
 
 // Segment encoding. A live segment holds token texts; a compact segment (the
 // whole log of a finished run) holds only token lengths, because the texts
-// are the assistant checkpoint's. Layout: one format byte, then per record a
-// kind byte and its fields as uvarint-length-prefixed strings / varints.
+// are the assistant checkpoint's, and runs of tokens of one length as a
+// count and that length (a tokenizer's tokens often repeat a length; the
+// built-in model's always do). Layout: one format byte, then per record (or
+// run of records) a kind byte and its fields as uvarint-length-prefixed
+// strings / varints. recLength is read but no longer written.
 const (
 	segLive    = 'L'
 	segCompact = 'C'
 
 	recToken  = 't'
 	recLength = 'n'
+	recRun    = 'r' // uvarint count, uvarint length
 	recSnap   = 's'
 	recError  = 'e'
 )
@@ -499,15 +503,22 @@ func encodeSegment(recs []thread.Record, compact bool, text string) ([]byte, err
 		b = append(b, segLive)
 	}
 	off := 0
-	for _, r := range recs {
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
 		switch r.Kind {
 		case thread.KindToken:
 			if compact {
-				if off+len(r.Text) > len(text) || text[off:off+len(r.Text)] != r.Text {
-					return nil, fmt.Errorf("token %d is not in the reply text", r.Seq)
+				n := 0 // tokens in this run of one length
+				for ; i+n < len(recs) && recs[i+n].Kind == thread.KindToken && len(recs[i+n].Text) == len(r.Text); n++ {
+					t := recs[i+n].Text
+					if off+len(t) > len(text) || text[off:off+len(t)] != t {
+						return nil, fmt.Errorf("token %d is not in the reply text", recs[i+n].Seq)
+					}
+					off += len(t)
 				}
-				off += len(r.Text)
-				b = append(b, recLength)
+				i += n - 1
+				b = append(b, recRun)
+				b = binary.AppendUvarint(b, uint64(n))
 				b = binary.AppendUvarint(b, uint64(len(r.Text)))
 			} else {
 				b = append(b, recToken)
@@ -533,12 +544,14 @@ func encodeSegment(recs []thread.Record, compact bool, text string) ([]byte, err
 
 var errCorrupt = errors.New("corrupt run log segment")
 
-func decodeSegment(first int64, b []byte, text string) ([]thread.Record, error) {
+// decodeSegment decodes the records first..last of a segment.
+func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, error) {
 	if len(b) == 0 {
 		return nil, errCorrupt
 	}
+	compact := b[0] == segCompact
 	b = b[1:]
-	var out []thread.Record
+	out := make([]thread.Record, 0, min(max(last-first+1, 0), 1<<16))
 	readString := func() (string, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
@@ -566,6 +579,24 @@ func decodeSegment(first int64, b []byte, text string) ([]thread.Record, error) 
 			b = b[k:]
 			r.Kind, r.Text = thread.KindToken, text[off:off+int(n)]
 			off += int(n)
+		case recRun:
+			count, k := binary.Uvarint(b)
+			if k <= 0 || count == 0 {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(n) > len(text) {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			for j := range int(count) - 1 {
+				out = append(out, thread.Record{Seq: seq + int64(j), Kind: thread.KindToken, Text: text[off : off+int(n)]})
+				off += int(n)
+			}
+			seq += int64(count) - 1
+			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
+			off += int(n)
 		case recSnap:
 			var st string
 			st, ok = readString()
@@ -588,6 +619,9 @@ func decodeSegment(first int64, b []byte, text string) ([]thread.Record, error) 
 			return nil, errCorrupt
 		}
 		out = append(out, r)
+	}
+	if int64(len(out)) != last-first+1 || compact && off != len(text) {
+		return nil, errCorrupt
 	}
 	return out, nil
 }
