@@ -113,6 +113,18 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	if err != nil {
 		return nil, false, err
 	}
+	if th, tree := s.cached(caller, threadID); tree != nil {
+		// The cached tree saves reading the thread; the start's guard
+		// checks that the thread still ends where the tree does. Any
+		// refusal but a busy thread may come from a stale tree (another
+		// process appended, or deleted the thread), so it is retried
+		// from the database.
+		run, existing, err := s.startRun(ctx, caller, th, tree, req, model, modelName)
+		if err == nil || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress {
+			return run, existing, err
+		}
+		s.forget(threadID)
+	}
 	th, err := s.store.ThreadGet(ctx, caller, threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		th, _, err = s.CreateThread(ctx, caller, threadID, nil)
@@ -124,6 +136,13 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	if err != nil {
 		return nil, false, err
 	}
+	return s.startRun(ctx, caller, th, tree, req, model, modelName)
+}
+
+// startRun is StartRun on a thread whose tree is known.
+func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree *checkpoint.Tree, req RunRequest,
+	model Model, modelName string) (*Run, bool, error) {
+	threadID := th.ID
 	var user *checkpoint.Node
 	if m := req.Message; m != nil {
 		if m.ID != uuid.Nil {

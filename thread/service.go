@@ -56,6 +56,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	trees    map[uuid.UUID]*checkpoint.Tree
+	owners   map[uuid.UUID]string // caller of each cached tree's thread, as the store said
 	runs     map[uuid.UUID]*activeRun
 	closing  bool
 	runsDone sync.WaitGroup
@@ -89,7 +90,7 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 		cfg.StartLinger = 2 * time.Millisecond
 	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
-		trees: make(map[uuid.UUID]*checkpoint.Tree), runs: make(map[uuid.UUID]*activeRun)}
+		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun)}
 	s.commits = newCommitter(s)
 	return s
 }
@@ -202,10 +203,27 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
 		return err
 	}
+	s.forget(id)
+	return nil
+}
+
+// cached returns the caller's thread as the tree cache knows it (ID, Caller
+// and LastSeq only), or a nil tree.
+func (s *Service) cached(caller string, id uuid.UUID) (*Thread, *checkpoint.Tree) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.trees[id]
+	if t == nil || s.owners[id] != caller {
+		return nil, nil
+	}
+	return &Thread{ID: id, Caller: caller, LastSeq: t.LastSeq()}, t
+}
+
+func (s *Service) forget(id uuid.UUID) {
 	s.mu.Lock()
 	delete(s.trees, id)
+	delete(s.owners, id)
 	s.mu.Unlock()
-	return nil
 }
 
 // tree returns the thread's checkpoint tree, reading from the store only the
@@ -221,6 +239,7 @@ func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error
 		t = &checkpoint.Tree{}
 	}
 	if t.LastSeq() == th.LastSeq && t.Len() == int(th.LastSeq) {
+		s.own(th)
 		return t, nil
 	}
 	nodes, err := s.store.CheckpointsAfter(ctx, th.ID, t.LastSeq())
@@ -232,7 +251,17 @@ func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error
 		return nil, fmt.Errorf("load checkpoints: %w", err)
 	}
 	s.remember(th.ID, nt)
+	s.own(th)
 	return nt, nil
+}
+
+// own records the caller of a cached tree's thread, as read from the store.
+func (s *Service) own(th *Thread) {
+	s.mu.Lock()
+	if s.trees[th.ID] != nil {
+		s.owners[th.ID] = th.Caller
+	}
+	s.mu.Unlock()
 }
 
 func (s *Service) remember(id uuid.UUID, t *checkpoint.Tree) {
@@ -244,6 +273,7 @@ func (s *Service) remember(id uuid.UUID, t *checkpoint.Tree) {
 	if _, ok := s.trees[id]; !ok && len(s.trees) >= s.cfg.TreeCache {
 		for k := range s.trees { // evict an arbitrary entry
 			delete(s.trees, k)
+			delete(s.owners, k)
 			break
 		}
 	}

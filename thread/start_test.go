@@ -23,8 +23,13 @@ type countingStore struct {
 	*store.Store
 	mu                               sync.Mutex
 	commits, finishes, plainFinishes int
-	appends                          int
+	appends, threadGets              int
 	failCommit, failFinish           bool
+}
+
+func (c *countingStore) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
+	c.count(&c.threadGets)
+	return c.Store.ThreadGet(ctx, caller, id)
 }
 
 func (c *countingStore) count(n *int) {
@@ -178,6 +183,21 @@ func TestFastRunCommitsOnce(t *testing.T) {
 	if err != nil || th.Title == nil || *th.Title != "hello there" {
 		t.Fatalf("title after the first exchange: got %v (%v), want %q", th, err, "hello there")
 	}
+	// Once the tree is cached with its owner, a turn reads no thread row.
+	parent := leaf(&snap.Snapshot).ID
+	for i := range 2 {
+		cs.mu.Lock()
+		cs.threadGets = 0
+		cs.mu.Unlock()
+		s := run(t, svc, tid, thread.RunRequest{Message: msg("more"), ParentID: parent})
+		parent = leaf(s).ID
+		cs.mu.Lock()
+		gets := cs.threadGets
+		cs.mu.Unlock()
+		if i == 1 && gets != 0 {
+			t.Fatalf("turn on a cached thread: got %d thread reads, want 0", gets)
+		}
+	}
 }
 
 // TestSlowRunCommitsStartAlone: a run still going when the linger ends
@@ -301,5 +321,44 @@ func TestUnsavedStartIsAnError(t *testing.T) {
 				t.Fatalf("checkpoints after the next run: got %d (%v), want 2", len(nodes), err)
 			}
 		})
+	}
+}
+
+// TestStaleCacheIsRetried: a process whose cached tree is stale (another
+// process appended to the thread, or deleted it) still starts runs right,
+// and another caller cannot use the cache to reach the thread.
+func TestStaleCacheIsRetried(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	st := store.New(pool)
+	a := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
+	b := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
+	ctx := context.Background()
+	tid := uuid.New()
+	s1 := run(t, a, tid, thread.RunRequest{Message: msg("one")})
+	s2 := run(t, a, tid, thread.RunRequest{Message: msg("two"), ParentID: leaf(s1).ID}) // a caches the tree
+	s3 := run(t, b, tid, thread.RunRequest{Message: msg("three"), ParentID: leaf(s2).ID})
+	// a's tree lacks b's reply: the parent looks unknown, then is found.
+	s4 := run(t, a, tid, thread.RunRequest{Message: msg("four"), ParentID: leaf(s3).ID})
+	if got := len(s4.View().Path(s4.Head)); got != 8 {
+		t.Fatalf("path after a stale-cache run: got %d messages, want 8", got)
+	}
+	// b's tree is stale too, under a parent it knows: the guard refuses the
+	// stale start, and the retry appends a branch beside "three".
+	s5 := run(t, b, tid, thread.RunRequest{Message: msg("five"), ParentID: leaf(s2).ID})
+	if got := len(s5.View().Children(leaf(s2).ID)); got != 2 {
+		t.Fatalf("branches under the second reply: got %d, want 2", got)
+	}
+	if _, _, err := a.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("x"), ParentID: leaf(s5).ID}); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Fatalf("another caller's run on a cached thread: got %v, want conflict (the id is taken)", err)
+	}
+	// Deleted and recreated elsewhere: a's cache is wrong about every node.
+	if err := b.DeleteThread(ctx, "local", tid); err != nil {
+		t.Fatal(err)
+	}
+	s6 := run(t, b, tid, thread.RunRequest{Message: msg("fresh")})
+	s7 := run(t, a, tid, thread.RunRequest{Message: msg("again"), ParentID: leaf(s6).ID})
+	if got := len(s7.View().Path(s7.Head)); got != 4 {
+		t.Fatalf("path on the recreated thread: got %d messages, want 4", got)
 	}
 }
