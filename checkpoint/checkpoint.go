@@ -176,6 +176,7 @@ func (n *Node) Text() string {
 // (a second branch of versions) copies it once.
 type Tree struct {
 	nodes []Node
+	par   []int32 // par[i] is the position of nodes[i]'s parent, -1 for a root
 	sh    *treeStore
 }
 
@@ -213,21 +214,31 @@ func (t *Tree) Append(nodes ...Node) (*Tree, error) {
 	if len(nodes) == 0 {
 		return t, nil
 	}
-	var batch map[uuid.UUID]bool
+	var batch map[uuid.UUID]int // position of each new node
 	if len(nodes) > 1 {
-		batch = make(map[uuid.UUID]bool, len(nodes))
+		batch = make(map[uuid.UUID]int, len(nodes))
 	}
-	for _, nd := range nodes {
-		if _, dup := t.pos(nd.ID); dup || batch[nd.ID] {
+	par := make([]int32, len(nodes))
+	for i, nd := range nodes {
+		if _, dup := t.pos(nd.ID); dup {
 			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
 		}
+		if _, dup := batch[nd.ID]; dup {
+			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
+		}
+		par[i] = -1
 		if nd.ParentID != uuid.Nil {
-			if _, ok := t.pos(nd.ParentID); !ok && !batch[nd.ParentID] {
+			p, ok := t.pos(nd.ParentID)
+			if !ok {
+				p, ok = batch[nd.ParentID]
+			}
+			if !ok {
 				return nil, Errorf(EInvalid, "message %s: parent %s is not in the tree before it", nd.ID, nd.ParentID)
 			}
+			par[i] = int32(p)
 		}
 		if batch != nil {
-			batch[nd.ID] = true
+			batch[nd.ID] = len(t.nodes) + i
 		}
 	}
 	if sh := t.sh; sh != nil {
@@ -235,23 +246,23 @@ func (t *Tree) Append(nodes ...Node) (*Tree, error) {
 		defer sh.mu.Unlock()
 		if sh.n == len(t.nodes) {
 			// The newest tree: no other tree sees past its end, so the
-			// shared array and index can grow in place.
+			// shared arrays and index can grow in place.
 			all := append(t.nodes, nodes...)
 			for i := len(t.nodes); i < len(all); i++ {
 				sh.index.Store(all[i].ID, i)
 			}
 			sh.n = len(all)
-			return &Tree{nodes: all, sh: sh}, nil
+			return &Tree{nodes: all, par: append(t.par, par...), sh: sh}, nil
 		}
 	}
 	sh := &treeStore{}
-	all := make([]Node, 0, len(t.nodes)+len(nodes)+len(t.nodes)/4+8)
-	all = append(append(all, t.nodes...), nodes...)
+	extra := len(nodes) + len(t.nodes)/4 + 8
+	all := append(append(make([]Node, 0, len(t.nodes)+extra), t.nodes...), nodes...)
 	for i := range all {
 		sh.index.Store(all[i].ID, i)
 	}
 	sh.n = len(all)
-	return &Tree{nodes: all, sh: sh}, nil
+	return &Tree{nodes: all, par: append(append(make([]int32, 0, len(t.nodes)+extra), t.par...), par...), sh: sh}, nil
 }
 
 // Len returns the number of nodes.
@@ -286,23 +297,40 @@ func (t *Tree) Upto(seq int64) *Tree {
 	if k == len(t.nodes) {
 		return t
 	}
-	return &Tree{nodes: t.nodes[:k], sh: t.sh}
+	return &Tree{nodes: t.nodes[:k], par: t.par[:k], sh: t.sh}
 }
 
 // Path returns the nodes from the root to id, root first, or nil if id is
 // not in the tree.
 func (t *Tree) Path(id uuid.UUID) []Node {
-	var rev []Node
-	for cur := t.Get(id); cur != nil; cur = t.Get(cur.ParentID) {
-		rev = append(rev, *cur)
-		if cur.ParentID == uuid.Nil {
-			break
-		}
+	refs := t.PathRefs(id)
+	if refs == nil {
+		return nil
 	}
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
+	out := make([]Node, len(refs))
+	for i, n := range refs {
+		out[i] = *n
 	}
-	return rev
+	return out
+}
+
+// PathRefs is Path without copying: the nodes are the tree's own and must
+// not be modified.
+func (t *Tree) PathRefs(id uuid.UUID) []*Node {
+	i, ok := t.pos(id)
+	if !ok {
+		return nil
+	}
+	depth := 0
+	for j := int32(i); j >= 0; j = t.par[j] {
+		depth++
+	}
+	out := make([]*Node, depth)
+	for j := int32(i); j >= 0; j = t.par[j] {
+		depth--
+		out[depth] = &t.nodes[j]
+	}
+	return out
 }
 
 // Children returns the children of id (uuid.Nil for the roots) in creation order.
@@ -516,8 +544,8 @@ func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
 		return path, repo
 	}
 	repo.HeadID = &h
-	for _, n := range t.Path(h) {
-		path = append(path, WireMessage(&n))
+	for _, n := range t.PathRefs(h) {
+		path = append(path, WireMessage(n))
 	}
 	return path, repo
 }

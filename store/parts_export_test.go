@@ -2,3 +2,6 @@ package store
 
 // DecodeParts exposes decodeParts to the external tests.
 var DecodeParts = decodeParts
+
+// HotStatements is how many statements prepareHot prepares.
+var HotStatements = len(hotSQL)

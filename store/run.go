@@ -16,6 +16,24 @@ import (
 	"github.com/threadline/threadline/thread"
 )
 
+// The statements of a turn, prepared on every new connection (see hot).
+var (
+	sqlBegin       = hot(`BEGIN`)
+	sqlCommit      = hot(`COMMIT`)
+	sqlRunBegin    = hot(`SELECT threadline_run_begin($1, $2, $3)`)
+	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4)`)
+	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
+	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
+	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
+		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
+		owner = NULL, lease_until = NULL WHERE id = $1`)
+	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
+	sqlEventsAppend = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`)
+	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
+)
+
 const runCols = `id, thread_id, status, coalesce(user_message_id, '00000000-0000-0000-0000-000000000000'), parent_id, message_id,
 	model, config, usage, error, coalesce(owner, ''), coalesce(lease_until, 'epoch'), tree_seq, created_at, finished_at`
 
@@ -56,16 +74,15 @@ func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx
 		want--
 	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT threadline_run_begin($1, $2, $3)`, in.Thread, in.Caller, want)
+	b.Queue(sqlBegin)
+	b.Queue(sqlRunBegin, in.Thread, in.Caller, want)
 	cfg, _ := json.Marshal(r.Config)
-	b.Queue(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
-		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	b.Queue(sqlRunInsert,
 		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
 	if in.User != nil {
 		queueCheckpoint(b, in.User)
 	}
-	b.Queue(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`,
+	b.Queue(sqlThreadStart,
 		in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -125,7 +142,7 @@ func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
 	if err := queueEvents(b, t.run, []thread.Record{first}, false, ""); err != nil {
 		return err
 	}
-	b.Queue(`COMMIT`)
+	b.Queue(sqlCommit)
 	err := t.send(ctx, b, "commit run start")
 	if err == nil {
 		t.release()
@@ -140,7 +157,7 @@ func (t *runTx) Finish(ctx context.Context, in thread.RunFinish) error {
 	if err := queueFinish(b, in, t.s.clock(), false); err != nil {
 		return err
 	}
-	b.Queue(`COMMIT`)
+	b.Queue(sqlCommit)
 	err := t.send(ctx, b, "finish run")
 	if err == nil {
 		t.release()
@@ -287,8 +304,7 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 		lasts = append(lasts, sg.Records[len(sg.Records)-1].Seq)
 		datas = append(datas, data)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data)
-		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`, ids, firsts, lasts, datas)
+	_, err := s.pool.Exec(ctx, sqlEventsAppend, ids, firsts, lasts, datas)
 	if err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
@@ -371,18 +387,17 @@ func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time, replaceLive b
 	if in.Error != nil {
 		rerr, _ = json.Marshal(in.Error)
 	}
-	b.Queue(`SELECT threadline_run_end($1, $2, $3, $4)`, r.ID, r.ThreadID, in.Assistant.Seq, now)
+	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now)
 	queueCheckpoint(b, &in.Assistant)
 	if replaceLive {
-		b.Queue(`DELETE FROM run_events WHERE run_id = $1`, r.ID)
+		b.Queue(sqlEventsDelete, r.ID)
 	}
 	if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
 		return err
 	}
-	b.Queue(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
-		owner = NULL, lease_until = NULL WHERE id = $1`, r.ID, in.Status, in.Model, usage, rerr, now)
+	b.Queue(sqlRunFinish, r.ID, in.Status, in.Model, usage, rerr, now)
 	if in.Title != "" {
-		b.Queue(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`, r.ThreadID, in.Title)
+		b.Queue(sqlThreadTitle, r.ThreadID, in.Title)
 	}
 	return nil
 }
@@ -465,7 +480,7 @@ func queueEvents(b *pgx.Batch, runID uuid.UUID, recs []thread.Record, compact bo
 	if err != nil {
 		return fmt.Errorf("append run events: %w", err)
 	}
-	b.Queue(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+	b.Queue(sqlEventsInsert,
 		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
 	return nil
 }
@@ -475,7 +490,7 @@ func insertEvents(ctx context.Context, db execer, runID uuid.UUID, recs []thread
 	if err != nil {
 		return fmt.Errorf("append run events: %w", err)
 	}
-	_, err = db.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+	_, err = db.Exec(ctx, sqlEventsInsert,
 		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
 	if err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))

@@ -34,6 +34,8 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	// New connections come with the turn's statements prepared.
+	cfg.AfterConnect = prepareHot
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -43,6 +45,28 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
 	return New(pool), nil
+}
+
+// hotSQL is every statement passed to hot.
+var hotSQL []string
+
+// hot registers a statement of the turn path for prepareHot and returns it.
+func hot(sql string) string {
+	hotSQL = append(hotSQL, sql)
+	return sql
+}
+
+// prepareHot prepares the hot statements on a new connection, named by
+// their text, which is how pgx finds them. A statement that cannot be
+// prepared yet (the schema is not migrated) is left to pgx's statement
+// cache, so this never fails a connection.
+func prepareHot(ctx context.Context, conn *pgx.Conn) error {
+	for _, sql := range hotSQL {
+		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
+			break
+		}
+	}
+	return nil
 }
 
 // New wraps an existing pool.

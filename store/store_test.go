@@ -550,3 +550,22 @@ func TestRunStartHoldsTheThread(t *testing.T) {
 		t.Fatalf("connections still held: got %d, want 0", n)
 	}
 }
+
+// TestConnectionsOpenPrepared: Open's connections have every statement of
+// a turn prepared before their first use.
+func TestConnectionsOpenPrepared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := store.Open(ctx, pgtest.New(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Pool().Close()
+	var n int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < store.HotStatements {
+		t.Fatalf("prepared statements on a new connection: got %d, want at least %d", n, store.HotStatements)
+	}
+}

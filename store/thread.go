@@ -57,7 +57,7 @@ func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thr
 // ThreadGet returns the caller's thread; caller "" skips the owner check
 // (internal use only).
 func (s *Store) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
-	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`, id, caller))
+	t, err := scanThread(s.pool.QueryRow(ctx, sqlThreadGet, id, caller))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFoundThread(id)
 	}
@@ -140,7 +140,7 @@ const checkpointCols = `thread_id, id, coalesce(parent_id, '00000000-0000-0000-0
 // CheckpointsAfter returns the thread's checkpoints with seq > after: one
 // index range scan, so reading a whole tree is one query.
 func (s *Store) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE thread_id = $1 AND seq > $2 ORDER BY seq`, threadID, after)
+	rows, err := s.pool.Query(ctx, sqlCheckpointsAfter, threadID, after)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
 	}
@@ -210,8 +210,12 @@ func queueCheckpoint(b *pgx.Batch, n *checkpoint.Node) {
 	b.Queue(checkpointInsert, checkpointArgs(n)...)
 }
 
-const checkpointInsert = `INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+var (
+	checkpointInsert = hot(`INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
+	sqlThreadGet        = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`)
+	sqlCheckpointsAfter = hot(`SELECT ` + checkpointCols + ` FROM checkpoints WHERE thread_id = $1 AND seq > $2 ORDER BY seq`)
+)
 
 func checkpointArgs(n *checkpoint.Node) []any {
 	var parent, run *uuid.UUID

@@ -75,6 +75,7 @@ type activeRun struct {
 	why    RunStatus // why it was cancelled
 	done   chan struct{}
 	thread *Thread
+	user   *checkpoint.Node // the run's new user message, or nil
 	// presub is subscribed before the first event is published, for the
 	// StartRun caller's FollowRun to claim: it then needs no catch-up read
 	// of the log. The hub's End closes it if nobody claims it.
@@ -112,6 +113,19 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	model, modelName, err := s.models.Resolve(req.Config.Model)
 	if err != nil {
 		return nil, false, err
+	}
+	if ar := s.localRun(caller, threadID); ar != nil {
+		// This process runs the thread's run, whose start may not even be
+		// committed yet: the thread is busy either way.
+		if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
+			if ar.user.ParentID == req.ParentID && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
+				return ar.run, true, nil
+			}
+			return nil, false, checkpoint.Errorf(checkpoint.EConflict, "message id %s already exists with other content or parent", m.ID)
+		}
+		return nil, false, &checkpoint.Error{Code: checkpoint.ERunInProgress,
+			Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.run.ID),
+			Data:    map[string]any{"run_id": ar.run.ID, "message_id": ar.run.MessageID}}
 	}
 	if th, tree := s.cached(caller, threadID); tree != nil {
 		// The cached tree saves reading the thread; the start's guard
@@ -212,8 +226,29 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		mreq = ModelRequest{}
 		model = failingModel{err: err}
 	}
-	s.launch(th, created, tree, model, mreq, tx)
+	s.launch(th, user, created, tree, model, mreq, tx)
 	return created, false, nil
+}
+
+// leaveThread marks the thread free of r: called once r's end is durable
+// (or r failed), before its final event goes out, so a client that reads
+// that event can start the next run at once.
+func (s *Service) leaveThread(r *Run) {
+	s.mu.Lock()
+	if ar := s.byThread[r.ThreadID]; ar != nil && ar.run == r {
+		delete(s.byThread, r.ThreadID)
+	}
+	s.mu.Unlock()
+}
+
+// localRun returns the caller's thread's run that this process runs, or nil.
+func (s *Service) localRun(caller string, threadID uuid.UUID) *activeRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ar := s.byThread[threadID]; ar != nil && ar.thread.Caller == caller {
+		return ar
+	}
+	return nil
 }
 
 // retried answers a retry of a message id that already exists: the same
@@ -253,7 +288,7 @@ func (s *Service) attachments(ctx context.Context, caller string, ids []uuid.UUI
 // from the root to the message being answered, trimmed from the oldest end
 // to the model's context budget.
 func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *Run, cfg RunConfig) (ModelRequest, error) {
-	path := tree.Path(r.ParentID)
+	path := tree.PathRefs(r.ParentID)
 	msgs := make([]ModelMessage, 0, len(path)+1)
 	for _, n := range path {
 		mm := ModelMessage{Role: n.Role, Parts: n.Content, Attachments: n.Attachments}
@@ -335,11 +370,12 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 }
 
 // launch starts the run loop in the background.
-func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
+func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
 	ctx, stop := context.WithCancel(context.Background())
-	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, presub: s.hub.Subscribe(r.ID)}
+	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user, presub: s.hub.Subscribe(r.ID)}
 	s.mu.Lock()
 	s.runs[r.ID] = ar
+	s.byThread[r.ThreadID] = ar
 	s.runsDone.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -350,6 +386,7 @@ func (s *Service) launch(th *Thread, r *Run, tree *checkpoint.Tree, model Model,
 		s.mu.Lock()
 		delete(s.runs, r.ID)
 		s.mu.Unlock()
+		s.leaveThread(r)
 	}()
 }
 
@@ -427,6 +464,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	if w.start == startFailed {
 		// Nothing of the run is durable, so nothing was published: its
 		// follower finds no run and says so.
+		s.leaveThread(r)
 		s.hub.End(r.ID)
 		if s.cfg.OnRunEnd != nil {
 			s.cfg.OnRunEnd(RunFailed)
@@ -524,9 +562,11 @@ func (s *Service) finish(f finishing) {
 		// and recovery ends the run from its durable log. An uncommitted
 		// one: nothing of the run exists, and its follower says so.
 		s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "start_committed", f.tx == nil, "err", err)
+		s.leaveThread(r)
 		s.hub.End(r.ID)
 		return
 	}
+	s.leaveThread(r)
 	nt, err := tree.Append(asst)
 	if err == nil {
 		s.remember(r.ThreadID, nt)

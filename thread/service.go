@@ -58,6 +58,7 @@ type Service struct {
 	trees    map[uuid.UUID]*checkpoint.Tree
 	owners   map[uuid.UUID]string // caller of each cached tree's thread, as the store said
 	runs     map[uuid.UUID]*activeRun
+	byThread map[uuid.UUID]*activeRun // at most one run per thread
 	closing  bool
 	runsDone sync.WaitGroup
 }
@@ -90,7 +91,7 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 		cfg.StartLinger = 2 * time.Millisecond
 	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
-		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun)}
+		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
 	s.commits = newCommitter(s)
 	return s
 }

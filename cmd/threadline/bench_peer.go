@@ -747,8 +747,8 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	res.TurnMS = round(median(turnMS), 3)
 	res.BytesPerTurn = round(float64(after-before)/float64(o.freshTurns), 1)
 	res.RowBytesPerTurn = round(float64(rows)/float64(o.freshTurns), 1)
-	progress("fresh thread, in-process: %d turns, turn_ms median %.3f (min %.3f, max %.3f); bytes_per_turn %.0f (total size %d -> %d); row_bytes_per_turn %.0f",
-		o.freshTurns, res.TurnMS, slices.Min(turnMS), slices.Max(turnMS), res.BytesPerTurn, before, after, res.RowBytesPerTurn)
+	progress("fresh thread, in-process: %d turns, turn_ms median %.3f (%s ms); bytes_per_turn %.0f (total size %d -> %d); row_bytes_per_turn %.0f",
+		o.freshTurns, res.TurnMS, fmtList(turnMS), res.BytesPerTurn, before, after, res.RowBytesPerTurn)
 	progress("fresh thread, in-process: bytes_per_turn by table (heap, TOAST and indexes): %v", res.BytesPerTurnTables)
 	progress("fresh thread, in-process: store calls per turn (count, ms): %s", fmtBreakdown(res.TurnBreakdown))
 
