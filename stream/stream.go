@@ -1,7 +1,9 @@
 // Package stream owns the in-memory fan-out of run events to live
 // subscribers. It holds no history: the durable log is the store's. A
 // publisher never waits for a subscriber; a subscriber whose buffer is full
-// is dropped and told so (Lagged), and catches up from the log.
+// is dropped and told so (Lagged), and catches up from the log. Events
+// travel in the batches they were published in (one group commit's, or a
+// whole short run's), one channel send per batch and subscriber.
 package stream
 
 import (
@@ -10,10 +12,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// Subscription receives one run's events. C closes when the run ends (End),
-// when the subscriber fell behind (Lagged reports true), or after Close.
+// Subscription receives one run's events, in published batches that it
+// must not modify. C closes when the run ends (End), when the subscriber
+// fell behind (Lagged reports true), or after Close.
 type Subscription[E any] interface {
-	C() <-chan E
+	C() <-chan []E
 	Close()
 	Lagged() bool
 }
@@ -25,7 +28,7 @@ type Hub[E any] struct {
 	topics map[uuid.UUID]map[*sub[E]]struct{}
 }
 
-// New returns a hub whose subscriptions buffer up to buf events.
+// New returns a hub whose subscriptions buffer up to buf batches.
 func New[E any](buf int) *Hub[E] {
 	if buf < 1 {
 		buf = 1
@@ -36,12 +39,12 @@ func New[E any](buf int) *Hub[E] {
 type sub[E any] struct {
 	hub    *Hub[E]
 	key    uuid.UUID
-	ch     chan E
+	ch     chan []E
 	lagged bool
 	closed bool
 }
 
-func (s *sub[E]) C() <-chan E { return s.ch }
+func (s *sub[E]) C() <-chan []E { return s.ch }
 
 // Lagged reports whether the subscription was dropped for falling behind.
 // It is meaningful once C is closed.
@@ -76,7 +79,7 @@ func (h *Hub[E]) removeLocked(s *sub[E]) {
 
 // Subscribe starts receiving the events published for key from now on.
 func (h *Hub[E]) Subscribe(key uuid.UUID) Subscription[E] {
-	s := &sub[E]{hub: h, key: key, ch: make(chan E, h.buf)}
+	s := &sub[E]{hub: h, key: key, ch: make(chan []E, h.buf)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[key]
@@ -88,21 +91,21 @@ func (h *Hub[E]) Subscribe(key uuid.UUID) Subscription[E] {
 	return s
 }
 
-// Publish delivers events to every subscriber of key without blocking: a
-// subscriber with no room left is dropped with Lagged set.
+// Publish delivers events, as one batch, to every subscriber of key without
+// blocking: a subscriber with no room left is dropped with Lagged set. The
+// batch is shared, so the caller must not modify events afterwards.
 func (h *Hub[E]) Publish(key uuid.UUID, events ...E) {
+	if len(events) == 0 {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.topics[key] {
-		for _, ev := range events {
-			select {
-			case s.ch <- ev:
-				continue
-			default:
-			}
+		select {
+		case s.ch <- events:
+		default:
 			s.lagged = true
 			h.removeLocked(s)
-			break
 		}
 	}
 }

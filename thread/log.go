@@ -25,14 +25,17 @@ func newCommitter(s *Service) *committer {
 	return c
 }
 
-// logWriter is one run's side of the committer.
+// logWriter is one run's side of the committer. Its records are all, in
+// sequence order; those from all[taken] on are pending: not yet taken by a
+// commit. A commit takes a prefix of them and never copies it: appends only
+// ever write past it.
 type logWriter struct {
 	c        *committer
 	run      *Run
 	mu       sync.Mutex
-	pending  []Record
-	since    time.Time // when the oldest pending record was produced
 	all      []Record
+	taken    int
+	since    time.Time // when the oldest pending record was produced
 	inflight bool
 	stopped  bool
 	failed   bool
@@ -54,7 +57,8 @@ const (
 )
 
 func (c *committer) writer(r *Run, first Record) *logWriter {
-	w := &logWriter{c: c, run: r, all: []Record{first}, startDone: make(chan struct{})}
+	// The first record is committed with the run's start.
+	w := &logWriter{c: c, run: r, all: []Record{first}, taken: 1, startDone: make(chan struct{})}
 	w.idle = sync.NewCond(&w.mu)
 	return w
 }
@@ -79,7 +83,7 @@ func (w *logWriter) started(ok bool) {
 	queue := false
 	if ok {
 		w.start = startCommitted
-		queue = len(w.pending) > 0 && !w.stopped
+		queue = len(w.all) > w.taken && !w.stopped
 	}
 	close(w.startDone)
 	w.mu.Unlock()
@@ -101,10 +105,9 @@ func (c *committer) queue(w *logWriter) {
 // add queues a record; it never blocks on the database.
 func (w *logWriter) add(rec Record) {
 	w.mu.Lock()
-	if len(w.pending) == 0 {
+	if len(w.all) == w.taken {
 		w.since = time.Now()
 	}
-	w.pending = append(w.pending, rec)
 	w.all = append(w.all, rec)
 	queue := !w.inflight && !w.failed && w.start == startCommitted
 	w.mu.Unlock()
@@ -122,11 +125,12 @@ func (w *logWriter) stop() []Record {
 	for w.inflight {
 		w.idle.Wait()
 	}
-	return w.pending
+	return w.all[w.taken:]
 }
 
-type taken struct {
+type takenRecs struct {
 	w     *logWriter
+	from  int // w.all index of recs[0]
 	recs  []Record
 	since time.Time
 }
@@ -137,14 +141,15 @@ func (c *committer) loop() {
 		ws := c.pending
 		c.pending = make(map[*logWriter]struct{}, len(ws))
 		c.mu.Unlock()
-		var batch []taken
+		var batch []takenRecs
 		var segs []Segment
 		for w := range ws {
 			w.mu.Lock()
-			if !w.stopped && !w.failed && w.start == startCommitted && len(w.pending) > 0 {
-				batch = append(batch, taken{w, w.pending, w.since})
-				segs = append(segs, Segment{RunID: w.run.ID, Records: w.pending})
-				w.pending = nil
+			if !w.stopped && !w.failed && w.start == startCommitted && len(w.all) > w.taken {
+				recs := w.all[w.taken:len(w.all):len(w.all)]
+				batch = append(batch, takenRecs{w, w.taken, recs, w.since})
+				segs = append(segs, Segment{RunID: w.run.ID, Records: recs})
+				w.taken = len(w.all)
 				w.inflight = true
 			}
 			w.mu.Unlock()
@@ -165,10 +170,10 @@ func (c *committer) loop() {
 			t.w.mu.Lock()
 			t.w.inflight = false
 			if err != nil {
-				// Keep them for the run's final transaction, which retries.
+				// Leave them to the run's final transaction, which retries.
 				t.w.failed = true
-				t.w.pending = append(t.recs, t.w.pending...)
-			} else if len(t.w.pending) > 0 && !t.w.stopped {
+				t.w.taken = t.from
+			} else if len(t.w.all) > t.w.taken && !t.w.stopped {
 				c.queue(t.w)
 			}
 			t.w.idle.Broadcast()

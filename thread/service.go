@@ -538,19 +538,21 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 				sub.Close()
 				idle.Stop()
 				return ctx.Err()
-			case ev, ok := <-sub.C():
+			case batch, ok := <-sub.C():
 				if !ok {
 					break live // lagged or ended: the log has the rest
 				}
-				if ev.Sequence > last+1 {
-					sub.Close()
-					break live
-				}
-				done, err := emit(ev, len(sub.C()) > 0)
-				if err != nil || done {
-					sub.Close()
-					idle.Stop()
-					return err
+				for i, ev := range batch {
+					if ev.Sequence > last+1 {
+						sub.Close()
+						break live
+					}
+					done, err := emit(ev, i < len(batch)-1 || len(sub.C()) > 0)
+					if err != nil || done {
+						sub.Close()
+						idle.Stop()
+						return err
+					}
 				}
 			case <-idle.C:
 				// Quiet for a while: the run may be owned by another process
