@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
@@ -20,12 +19,15 @@ import (
 var (
 	sqlBegin       = hot(`BEGIN`)
 	sqlCommit      = hot(`COMMIT`)
-	sqlRunBegin    = hot(`SELECT threadline_run_begin($1, $2, $3)`)
+	sqlRunOpen     = hot(`SELECT threadline_run_open($1, $2, $3, $4, $5)`)
 	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4)`)
 	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
 	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
+	sqlThreadEnd   = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
 	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
 		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+	sqlRunInsertEnded = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, usage, error, tree_seq, created_at, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
 	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
@@ -63,41 +65,28 @@ func notFoundRun(id uuid.UUID) error {
 	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
 }
 
-// RunStart starts a run; see thread.Store. Its statements go to Postgres as
-// one pipelined batch that opens a transaction and leaves it open:
-// threadline_run_begin locks the thread and raises when the run may not
-// start. The returned RunTx owns the connection.
+// RunStart starts a run; see thread.Store. It sends one pipelined batch
+// that opens a transaction and calls threadline_run_open, which locks the
+// thread and checks everything the run's writes would. The writes wait for
+// Commit or Finish, so a run that ends fast writes each row once. The
+// returned RunTx owns the connection.
 func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	r := in.Run
-	want := r.TreeSeq
+	want, parent := in.Run.TreeSeq, in.Run.ParentID
+	var message *uuid.UUID
 	if in.User != nil {
 		want--
+		message, parent = &in.User.ID, in.User.ParentID
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
-	b.Queue(sqlRunBegin, in.Thread, in.Caller, want)
-	cfg, _ := json.Marshal(r.Config)
-	b.Queue(sqlRunInsert,
-		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
-	if in.User != nil {
-		queueCheckpoint(b, in.User)
-	}
-	b.Queue(sqlThreadStart,
-		in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", interpretError(err))
 	}
-	tx := &runTx{s: s, conn: conn, run: r.ID}
+	tx := &runTx{s: s, conn: conn, in: in}
 	if err := tx.send(ctx, b, "start run"); err != nil {
 		tx.Rollback()
-		if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
-			// The one-active-run index caught what the guard could not
-			// see: name the winner now that the transaction is gone.
-			if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
-				return nil, inProgress(a.ID, a.MessageID)
-			}
-		}
 		return nil, err
 	}
 	return tx, nil
@@ -118,11 +107,12 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 	return &r, nil
 }
 
-// runTx is thread.RunTx: an open transaction on one pooled connection.
+// runTx is thread.RunTx: an open transaction on one pooled connection, and
+// the start's writes, which it has not sent yet.
 type runTx struct {
 	s    *Store
 	conn *pgxpool.Conn
-	run  uuid.UUID
+	in   thread.RunCreate
 }
 
 var _ thread.RunTx = (*runTx)(nil)
@@ -136,10 +126,19 @@ func (t *runTx) send(ctx context.Context, b *pgx.Batch, what string) error {
 	return execBatch(t.conn.SendBatch(ctx, b), b.Len(), what)
 }
 
-// Commit writes the first log record and commits, in one round trip.
+// Commit writes the start (the user message, the running run, the thread's
+// new end and head) and the first log record, and commits, in one round
+// trip.
 func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
-	b := &pgx.Batch{}
-	if err := queueEvents(b, t.run, []thread.Record{first}, false, ""); err != nil {
+	r, b := t.in.Run, &pgx.Batch{}
+	if t.in.User != nil {
+		queueCheckpoint(b, t.in.User)
+	}
+	cfg, _ := json.Marshal(r.Config)
+	b.Queue(sqlRunInsert,
+		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
+	b.Queue(sqlThreadStart, t.in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+	if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
 		return err
 	}
 	b.Queue(sqlCommit)
@@ -150,15 +149,31 @@ func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
 	return err
 }
 
-// Finish ends the run in the open transaction and commits, in one round
-// trip. No live segment can exist yet, so there is none to delete.
+// Finish writes the whole run at once, in its final state, and commits, in
+// one round trip: the user message, the ended run, the reply, the compacted
+// log and the thread's new end, head and title.
 func (t *runTx) Finish(ctx context.Context, in thread.RunFinish) error {
-	b := &pgx.Batch{}
-	if err := queueFinish(b, in, t.s.clock(), false); err != nil {
+	data, err := compactRecords(in)
+	if err != nil {
 		return err
 	}
+	r, b, now := in.Run, &pgx.Batch{}, t.s.clock()
+	if t.in.User != nil {
+		queueCheckpoint(b, t.in.User)
+	}
+	cfg, _ := json.Marshal(r.Config)
+	usage, rerr := finishJSON(in)
+	b.Queue(sqlRunInsertEnded, r.ID, r.ThreadID, in.Status, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, in.Model, cfg,
+		usage, rerr, r.TreeSeq, r.CreatedAt, now)
+	queueCheckpoint(b, &in.Assistant)
+	b.Queue(sqlEventsInsert, r.ID, in.Records[0].Seq, in.Records[len(in.Records)-1].Seq, data)
+	var title *string
+	if in.Title != "" {
+		title = &in.Title
+	}
+	b.Queue(sqlThreadEnd, t.in.Thread, in.Assistant.Seq, r.MessageID, now, title)
 	b.Queue(sqlCommit)
-	err := t.send(ctx, b, "finish run")
+	err = t.send(ctx, b, "finish run")
 	if err == nil {
 		t.release()
 	}
@@ -364,42 +379,58 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 // implicit transaction, guarded by threadline_run_end.
 func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	b := &pgx.Batch{}
-	if err := queueFinish(b, in, s.clock(), true); err != nil {
+	if err := queueFinish(b, in, s.clock()); err != nil {
 		return err
 	}
 	return s.sendBatch(ctx, b, "finish run")
 }
 
 // queueFinish queues RunFinish's statements: the guard, the assistant
-// checkpoint, the compacted log (replacing the live segments when there may
-// be some), the run's end and the thread's title when it has none.
-func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time, replaceLive bool) error {
+// checkpoint, the compacted log replacing the live segments, the run's end
+// and the thread's title when it has none.
+func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time) error {
+	data, err := compactRecords(in)
+	if err != nil {
+		return err
+	}
 	r := in.Run
+	usage, rerr := finishJSON(in)
+	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now)
+	queueCheckpoint(b, &in.Assistant)
+	b.Queue(sqlEventsDelete, r.ID)
+	b.Queue(sqlEventsInsert, r.ID, in.Records[0].Seq, in.Records[len(in.Records)-1].Seq, data)
+	b.Queue(sqlRunFinish, r.ID, in.Status, in.Model, usage, rerr, now)
+	if in.Title != "" {
+		b.Queue(sqlThreadTitle, r.ThreadID, in.Title)
+	}
+	return nil
+}
+
+// compactRecords checks a finished run's log and encodes it compacted.
+func compactRecords(in thread.RunFinish) ([]byte, error) {
+	if len(in.Records) == 0 {
+		return nil, fmt.Errorf("finish run %s: no records", in.Run.ID)
+	}
 	for i, rec := range in.Records {
 		if rec.Seq != int64(i+1) {
-			return fmt.Errorf("finish run %s: record %d has sequence %d", r.ID, i, rec.Seq)
+			return nil, fmt.Errorf("finish run %s: record %d has sequence %d", in.Run.ID, i, rec.Seq)
 		}
 	}
-	var usage, rerr []byte
+	data, err := encodeSegment(in.Records, true, in.Assistant.Text())
+	if err != nil {
+		return nil, fmt.Errorf("finish run %s: %w", in.Run.ID, err)
+	}
+	return data, nil
+}
+
+func finishJSON(in thread.RunFinish) (usage, rerr []byte) {
 	if in.Usage != nil {
 		usage, _ = json.Marshal(in.Usage)
 	}
 	if in.Error != nil {
 		rerr, _ = json.Marshal(in.Error)
 	}
-	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now)
-	queueCheckpoint(b, &in.Assistant)
-	if replaceLive {
-		b.Queue(sqlEventsDelete, r.ID)
-	}
-	if err := queueEvents(b, r.ID, in.Records, true, in.Assistant.Text()); err != nil {
-		return err
-	}
-	b.Queue(sqlRunFinish, r.ID, in.Status, in.Model, usage, rerr, now)
-	if in.Title != "" {
-		b.Queue(sqlThreadTitle, r.ThreadID, in.Title)
-	}
-	return nil
+	return usage, rerr
 }
 
 // RunLeaseRenew extends the owner's leases; see thread.Store.
@@ -469,12 +500,7 @@ const (
 	recError  = 'e'
 )
 
-// execer is a pool or a transaction.
-type execer interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}
-
-// queueEvents queues insertEvents' statement on a batch.
+// queueEvents queues the insert of one log segment.
 func queueEvents(b *pgx.Batch, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {
 	data, err := encodeSegment(recs, compact, text)
 	if err != nil {
@@ -482,19 +508,6 @@ func queueEvents(b *pgx.Batch, runID uuid.UUID, recs []thread.Record, compact bo
 	}
 	b.Queue(sqlEventsInsert,
 		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
-	return nil
-}
-
-func insertEvents(ctx context.Context, db execer, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {
-	data, err := encodeSegment(recs, compact, text)
-	if err != nil {
-		return fmt.Errorf("append run events: %w", err)
-	}
-	_, err = db.Exec(ctx, sqlEventsInsert,
-		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
-	if err != nil {
-		return fmt.Errorf("append run events: %w", interpretError(err))
-	}
 	return nil
 }
 

@@ -569,3 +569,60 @@ func TestConnectionsOpenPrepared(t *testing.T) {
 		t.Fatalf("prepared statements on a new connection: got %d, want at least %d", n, store.HotStatements)
 	}
 }
+
+// TestRunStartChecksWhatItDefers: the start's writes wait for its commit, so
+// its guard refuses what they would: a reused message id and a parent that
+// is not in the thread. A merged Finish writes the run in its final state.
+func TestRunStartChecksWhatItDefers(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	nodes := chain(t, s, th.ID, uuid.Nil, 2)
+	th.LastSeq = 2
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	in := func(msgID, parent uuid.UUID) thread.RunCreate {
+		user := &checkpoint.Node{ID: msgID, ThreadID: th.ID, ParentID: parent, Role: checkpoint.RoleUser, Content: text("hi"), Seq: 3, CreatedAt: now}
+		r := thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
+			MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: 3, CreatedAt: now}
+		return thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: r}
+	}
+	for _, c := range []struct {
+		name string
+		in   thread.RunCreate
+		want string
+	}{
+		{"reused message id", in(nodes[0].ID, nodes[1].ID), checkpoint.EConflict},
+		{"parent elsewhere", in(uuid.New(), uuid.New()), checkpoint.EInvalidFork},
+	} {
+		if _, err := s.RunStart(ctx, c.in); checkpoint.ErrorCode(err) != c.want {
+			t.Errorf("%s: got %v, want %s", c.name, err, c.want)
+		}
+	}
+	ok := in(uuid.New(), nodes[1].ID)
+	tx, err := s.RunStart(ctx, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ok.Run
+	recs := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3},
+		{Seq: 2, Kind: thread.KindToken, Text: "yes"}, {Seq: 3, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 4}}
+	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 4, Role: checkpoint.RoleAssistant,
+		Content: text("yes"), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: now}
+	if err := tx.Finish(ctx, thread.RunFinish{Run: &r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin", Title: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	got, err := s.RunGet(ctx, th.ID, r.ID)
+	if err != nil || got.Status != thread.RunSucceeded || got.LastSequence != 3 || got.FinishedAt == nil || got.Owner != "" {
+		t.Fatalf("run after a merged Finish: got %+v (%v), want succeeded, ended, sequence 3, no owner", got, err)
+	}
+	gotTh, err := s.ThreadGet(ctx, th.Caller, th.ID)
+	if err != nil || gotTh.LastSeq != 4 || gotTh.HeadID != r.MessageID || gotTh.Title == nil || *gotTh.Title != "hi" {
+		t.Fatalf("thread after a merged Finish: got %+v (%v), want last_seq 4, head at the reply, title hi", gotTh, err)
+	}
+	log, err := s.RunEventsAfter(ctx, r.ID, 0)
+	if err != nil || fmt.Sprint(log) != fmt.Sprint(recs) {
+		t.Fatalf("log after a merged Finish: got %v (%v), want %v", log, err, recs)
+	}
+}

@@ -1,0 +1,1 @@
+DROP FUNCTION threadline_run_open(uuid, text, bigint, uuid, uuid);
