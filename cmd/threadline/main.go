@@ -95,7 +95,17 @@ type Config struct {
 	ShutdownGrace   time.Duration
 	LogLevel        string
 	TitleModel      string
+	StartLinger     time.Duration
 	Getenv          func(string) string
+}
+
+// startLinger maps the setting onto thread.Config, where 0 is the default
+// and a negative linger commits at once.
+func startLinger(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // envFlags defines flags whose defaults come from the environment.
@@ -165,6 +175,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.float(&cfg.RateLimit, "rate-limit", "THREADLINE_RATE_LIMIT", 0, "requests per second per caller (0: off)")
 	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
+	e.dur(&cfg.StartLinger, "start-linger", "THREADLINE_START_LINGER", 2*time.Millisecond, "how long a run's start may wait to be committed with its end (0: commit it at once)")
 	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
 	var tokens int64
 	var delay time.Duration
@@ -283,9 +294,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	hub := stream.New[thread.Event](1024)
 	var srv *api.Server
 	svc := thread.New(st, hub, models, st, thread.Config{
-		Lease:      cfg.RunLease,
-		Logger:     log,
-		TitleModel: cfg.TitleModel,
+		Lease:       cfg.RunLease,
+		Logger:      log,
+		TitleModel:  cfg.TitleModel,
+		StartLinger: startLinger(cfg.StartLinger),
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()

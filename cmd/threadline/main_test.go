@@ -288,6 +288,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"THREADLINE_API_KEYS":         "k1:alice,k2:bob",
 		"THREADLINE_SHUTDOWN_GRACE":   "3s",
 		"THREADLINE_TITLE_MODEL":      "builtin",
+		"THREADLINE_START_LINGER":     "5ms",
 	}
 	cfg, err := parseConfig("serve", []string{"--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -298,6 +299,9 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	if cfg.APIKeys["k2"] != "bob" || len(cfg.APIKeys) != 2 {
 		t.Errorf("API keys: got %d keys, want k1 and k2", len(cfg.APIKeys))
+	}
+	if cfg.StartLinger != 5*time.Millisecond || startLinger(0) >= 0 {
+		t.Errorf("start linger: got %v (0 maps to %v), want 5ms (and 0 to commit at once)", cfg.StartLinger, startLinger(0))
 	}
 	if cfg.ShutdownGrace != 3*time.Second || cfg.Addr != "127.0.0.1:0" || cfg.TitleModel != "builtin" {
 		t.Errorf("config: got grace %v addr %s title model %q, want 3s, the flag's 127.0.0.1:0 and builtin", cfg.ShutdownGrace, cfg.Addr, cfg.TitleModel)
