@@ -71,15 +71,9 @@ func notFoundRun(id uuid.UUID) error {
 // Commit or Finish, so a run that ends fast writes each row once. The
 // returned RunTx owns the connection.
 func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	want, parent := in.Run.TreeSeq, in.Run.ParentID
-	var message *uuid.UUID
-	if in.User != nil {
-		want--
-		message, parent = &in.User.ID, in.User.ParentID
-	}
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
-	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
+	queueOpen(b, in)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", interpretError(err))
@@ -92,19 +86,46 @@ func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx
 	return tx, nil
 }
 
-// RunCreate is RunStart and Commit: a run started and durable at once.
+// RunCreate starts a run and commits it; see thread.Store. Like RunStart's
+// check and Commit's writes, as one batch in one implicit transaction: one
+// round trip.
 func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
-	tx, err := s.RunStart(ctx, in)
-	if err != nil {
+	b := &pgx.Batch{}
+	queueOpen(b, in)
+	if err := queueStart(b, in, first); err != nil {
 		return nil, err
 	}
-	defer tx.Rollback()
-	if err := tx.Commit(ctx, first); err != nil {
+	if err := s.sendBatch(ctx, b, "start run"); err != nil {
 		return nil, err
 	}
 	r := in.Run
 	r.LastSequence = first.Seq
 	return &r, nil
+}
+
+// queueOpen queues threadline_run_open for a run.
+func queueOpen(b *pgx.Batch, in thread.RunCreate) {
+	want, parent := in.Run.TreeSeq, in.Run.ParentID
+	var message *uuid.UUID
+	if in.User != nil {
+		want--
+		message, parent = &in.User.ID, in.User.ParentID
+	}
+	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
+}
+
+// queueStart queues a run's start: the user message, the running run, the
+// thread's new end and head, and the first log record.
+func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
+	r := in.Run
+	if in.User != nil {
+		queueCheckpoint(b, in.User)
+	}
+	cfg, _ := json.Marshal(r.Config)
+	b.Queue(sqlRunInsert,
+		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
+	b.Queue(sqlThreadStart, in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
+	return queueEvents(b, r.ID, []thread.Record{first}, false, "")
 }
 
 // runTx is thread.RunTx: an open transaction on one pooled connection, and
@@ -126,19 +147,10 @@ func (t *runTx) send(ctx context.Context, b *pgx.Batch, what string) error {
 	return execBatch(t.conn.SendBatch(ctx, b), b.Len(), what)
 }
 
-// Commit writes the start (the user message, the running run, the thread's
-// new end and head) and the first log record, and commits, in one round
-// trip.
+// Commit writes the start (see queueStart) and commits, in one round trip.
 func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
-	r, b := t.in.Run, &pgx.Batch{}
-	if t.in.User != nil {
-		queueCheckpoint(b, t.in.User)
-	}
-	cfg, _ := json.Marshal(r.Config)
-	b.Queue(sqlRunInsert,
-		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
-	b.Queue(sqlThreadStart, t.in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
-	if err := queueEvents(b, r.ID, []thread.Record{first}, false, ""); err != nil {
+	b := &pgx.Batch{}
+	if err := queueStart(b, t.in, first); err != nil {
 		return err
 	}
 	b.Queue(sqlCommit)

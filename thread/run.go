@@ -196,7 +196,20 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		user.Seq = th.LastSeq + 1
 		r.UserMessageID, r.ParentID, r.TreeSeq = user.ID, user.ID, user.Seq
 	}
-	tx, err := s.store.RunStart(ctx, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r})
+	in := RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}
+	var tx RunTx
+	if s.cfg.StartLinger > 0 && s.lingering.Add(1) <= int64(s.cfg.MaxLingering) {
+		if tx, err = s.store.RunStart(ctx, in); err != nil {
+			s.lingering.Add(-1)
+		}
+	} else {
+		// Busy: each lingering start holds a connection, and under load
+		// the group commit saves more than lingering would. Commit now.
+		if s.cfg.StartLinger > 0 {
+			s.lingering.Add(-1)
+		}
+		_, err = s.store.RunCreate(ctx, in, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
+	}
 	if err != nil {
 		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
 			// A concurrent retry with the same message id won the race;
@@ -214,10 +227,15 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	created := &r
 	created.LastSequence = 1
 	if user != nil {
-		// Not remembered yet: the start is not committed.
 		if tree, err = tree.Append(*user); err != nil {
-			tx.Rollback()
+			if tx != nil {
+				tx.Rollback()
+				s.lingering.Add(-1)
+			}
 			return nil, false, err
+		}
+		if tx == nil {
+			s.remember(threadID, tree) // committed; else once it is
 		}
 	}
 	mreq, err := s.modelRequest(ctx, caller, tree, created, req.Config)
@@ -373,6 +391,8 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
 	ctx, stop := context.WithCancel(context.Background())
 	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user, presub: s.hub.Subscribe(r.ID)}
+	// tx is nil when the start is committed (RunCreate): it is not
+	// lingering, and its first event goes out at once.
 	s.mu.Lock()
 	s.runs[r.ID] = ar
 	s.byThread[r.ThreadID] = ar
@@ -418,6 +438,12 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
 		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
 	w := s.commits.writer(r, firstRec)
+	var linger *time.Timer
+	if tx == nil {
+		// Committed by RunCreate already.
+		w.start = startCommitted
+		s.hub.Publish(r.ID, firstEv)
+	}
 	commitStart := func() {
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and commits the start itself
@@ -426,6 +452,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		err := tx.Commit(ctx, firstRec)
 		cancel()
 		tx.Rollback()
+		s.lingering.Add(-1)
 		if err != nil {
 			s.log.Error("commit run start", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
 			ar.cancel(RunFailed)
@@ -436,11 +463,8 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		s.hub.Publish(r.ID, firstEv)
 		w.started(true)
 	}
-	var linger *time.Timer
-	if s.cfg.StartLinger > 0 {
+	if tx != nil {
 		linger = time.AfterFunc(s.cfg.StartLinger, commitStart)
-	} else {
-		commitStart()
 	}
 	seq := int64(1)
 	var text strings.Builder
@@ -453,10 +477,12 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
 		return nil
 	})
-	merged := w.claimStart(startMerged)
-	if merged {
+	merged := tx != nil && w.claimStart(startMerged)
+	switch {
+	case merged:
 		linger.Stop()
-	} else {
+		s.lingering.Add(-1)
+	case tx != nil:
 		<-w.startDone
 	}
 	tail := w.stop()

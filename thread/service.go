@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,6 +43,12 @@ type Config struct {
 	// commits its start when the linger ends, and its client's first event
 	// waits that long.
 	StartLinger time.Duration
+	// MaxLingering bounds the starts that linger at once (8): each holds a
+	// database connection until it commits, so keep it well below the
+	// pool's size. When many runs start together the group commit saves
+	// more than lingering would; a run beyond the bound commits its start
+	// at once, in one round trip.
+	MaxLingering int
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -61,6 +68,9 @@ type Service struct {
 	byThread map[uuid.UUID]*activeRun // at most one run per thread
 	closing  bool
 	runsDone sync.WaitGroup
+	// lingering counts starts left uncommitted (see StartLinger); at most
+	// MaxLingering at once.
+	lingering atomic.Int64
 }
 
 // Attachments loads attachment bytes for the model. It may be nil.
@@ -89,6 +99,9 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	}
 	if cfg.StartLinger == 0 {
 		cfg.StartLinger = 2 * time.Millisecond
+	}
+	if cfg.MaxLingering <= 0 {
+		cfg.MaxLingering = 8
 	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}

@@ -111,10 +111,13 @@ func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(strin
 	return thread.ModelResult{StopReason: "stop"}, nil
 }
 
+// lingerMax keeps lingering starts below the test pool's connections.
+const lingerMax = 2
+
 func startSetup(t *testing.T, m thread.Model, linger time.Duration) (*thread.Service, *countingStore) {
 	t.Helper()
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
-	svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: linger})
+	svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: linger, MaxLingering: lingerMax})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -360,5 +363,47 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	s7 := run(t, a, tid, thread.RunRequest{Message: msg("again"), ParentID: leaf(s6).ID})
 	if got := len(s7.View().Path(s7.Head)); got != 4 {
 		t.Fatalf("path on the recreated thread: got %d messages, want 4", got)
+	}
+}
+
+// TestLingeringIsBounded: at most Config.MaxLingering starts stay uncommitted at
+// once; the next run commits its start at once, and its client sees its
+// first event while the model still runs.
+func TestLingeringIsBounded(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	svc, cs := startSetup(t, g, time.Hour)
+	ctx := context.Background()
+	var runs []*thread.Run
+	for range lingerMax + 1 {
+		r, _, err := svc.StartRun(ctx, "local", uuid.New(), thread.RunRequest{Message: msg("q")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	for i, r := range runs {
+		_, err := cs.Store.RunGet(ctx, r.ThreadID, r.ID)
+		committed := err == nil
+		if want := i == lingerMax; committed != want {
+			t.Fatalf("run %d: committed %v (%v), want %v", i, committed, err, want)
+		}
+	}
+	last := runs[lingerMax]
+	err := svc.FollowRun(ctx, "local", last, 0, func(ev thread.Event, _ bool) error {
+		if ev.Sequence == 1 {
+			close(g.release) // seen while every model waits
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs[:lingerMax] {
+		if evs, err := follow(t, svc, r); err != nil {
+			t.Fatal(err)
+		} else {
+			checkSequence(t, evs, 4)
+		}
 	}
 }

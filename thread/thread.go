@@ -226,11 +226,16 @@ type Store interface {
 	// CheckpointsAfter returns the thread's checkpoints with Seq > after, in Seq order.
 	CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error)
 
-	// RunStart appends the user message, inserts the running run and points
-	// the thread's head at the assistant message, in a transaction it leaves
-	// open (see RunTx). not_found for an unknown or foreign thread;
-	// run_in_progress names the active run; conflict when the user message
-	// id already exists or the thread grew past in.Run.TreeSeq.
+	// RunCreate starts a run and commits it at once, in one round trip: the
+	// user message, the running run with its first log record, the
+	// thread's new end and head. not_found for an unknown or foreign
+	// thread; run_in_progress names the active run; conflict when the user
+	// message id already exists or the thread grew past in.Run.TreeSeq;
+	// invalid_fork when the parent is not in the thread.
+	RunCreate(ctx context.Context, in RunCreate, first Record) (*Run, error)
+	// RunStart opens a run's transaction (see RunTx): it locks the thread
+	// and checks what RunCreate's writes would, and leaves the writes to
+	// the RunTx. Errors as RunCreate.
 	RunStart(ctx context.Context, in RunCreate) (RunTx, error)
 	// RunGet returns the run with its last durable sequence; not_found.
 	RunGet(ctx context.Context, threadID, runID uuid.UUID) (*Run, error)
