@@ -714,6 +714,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	leaf = uuid.Nil
 	var turnMS []float64
 	b.timed.reset()
+	connsBefore := b.st.Pool().Stat().NewConnsCount()
 	for i := 0; i < o.freshTurns; i++ {
 		r, err := b.turn(ctx, freshID, leaf)
 		if err != nil {
@@ -726,6 +727,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		turnMS = append(turnMS, ms(r.elapsed))
 	}
 	res.TurnBreakdown = b.timed.perTurn(o.freshTurns, sum(turnMS))
+	res.TurnBreakdown["new_db_conns"] = float64(b.st.Pool().Stat().NewConnsCount() - connsBefore)
 	after, err := b.totalSize(ctx)
 	if err != nil {
 		return err
