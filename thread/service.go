@@ -251,6 +251,13 @@ func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error
 	}
 	if t == nil {
 		t = &checkpoint.Tree{}
+		if th.LastSeq == 0 {
+			// An empty thread: cached too, so its first run's successor
+			// reads no thread row.
+			s.remember(th.ID, t)
+			s.own(th)
+			return t, nil
+		}
 	}
 	if t.LastSeq() == th.LastSeq && t.Len() == int(th.LastSeq) {
 		s.own(th)
