@@ -314,7 +314,9 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 	if len(segs) == 0 {
 		return nil
 	}
-	ids := make([]uuid.UUID, 0, len(segs))
+	// Raw bytes: pgx encodes a uuid.UUID through its driver.Valuer (a
+	// string per id), the hottest cost of a large group commit.
+	ids := make([][16]byte, 0, len(segs))
 	firsts := make([]int64, 0, len(segs))
 	lasts := make([]int64, 0, len(segs))
 	datas := make([][]byte, 0, len(segs))
@@ -326,7 +328,7 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 		if err != nil {
 			return fmt.Errorf("append run events: %w", err)
 		}
-		ids = append(ids, sg.RunID)
+		ids = append(ids, [16]byte(sg.RunID))
 		firsts = append(firsts, sg.Records[0].Seq)
 		lasts = append(lasts, sg.Records[len(sg.Records)-1].Seq)
 		datas = append(datas, data)

@@ -77,6 +77,7 @@ type loadOpts struct {
 	apiKey      string
 	seed        uint64
 	warmup      bool
+	cpuProfile  string
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
@@ -100,6 +101,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.IntVar(&o.serverPID, "server-pid", 0, "with --url: the service's process id, to read its CPU and memory from /proc")
 	dbDef := getenv("THREADLINE_DATABASE_URL")
 	fs.StringVar(&o.dbURL, "database-url", dbDef, "Postgres URL: where fresh databases are created (child mode) or the service's database (--url mode, for the growth figure) ($THREADLINE_DATABASE_URL; empty: deploy/pg.sh start)")
+	fs.StringVar(&o.cpuProfile, "server-cpu-profile", "", "child mode: each K's service writes a CPU profile to this path with .k<K> appended (go tool pprof)")
 	fs.IntVar(&o.dbMaxConns, "db-max-conns", 32, "database pool size of the child service ($THREADLINE_DB_MAX_CONNS of serve)")
 	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
@@ -506,7 +508,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 			return res, err
 		}
 		defer loadDropDB(o.dbURL, dbName, stderr)
-		child, err := loadStartChild(ctx, o, store.WithDatabase(o.dbURL, dbName), interval, stderr)
+		child, err := loadStartChild(ctx, o, k, store.WithDatabase(o.dbURL, dbName), interval, stderr)
 		if err != nil {
 			return res, err
 		}
@@ -1062,7 +1064,7 @@ type loadChild struct {
 	done chan struct{}
 }
 
-func loadStartChild(ctx context.Context, o loadOpts, dbURL string, interval time.Duration, stderr io.Writer) (*loadChild, error) {
+func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interval time.Duration, stderr io.Writer) (*loadChild, error) {
 	port, err := loadFreePort()
 	if err != nil {
 		return nil, err
@@ -1085,6 +1087,9 @@ func loadStartChild(ctx context.Context, o loadOpts, dbURL string, interval time
 		"THREADLINE_DB_MAX_CONNS="+strconv.Itoa(o.dbMaxConns),
 		"THREADLINE_RATE_LIMIT=0",
 	)
+	if o.cpuProfile != "" {
+		cmd.Env = append(cmd.Env, "THREADLINE_CPU_PROFILE="+o.cpuProfile+".k"+strconv.Itoa(k))
+	}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

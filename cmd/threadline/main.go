@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +97,7 @@ type Config struct {
 	LogLevel        string
 	TitleModel      string
 	StartLinger     time.Duration
+	CPUProfile      string
 	Getenv          func(string) string
 }
 
@@ -176,6 +178,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
 	e.dur(&cfg.StartLinger, "start-linger", "THREADLINE_START_LINGER", 2*time.Millisecond, "how long a run's start may wait to be committed with its end (0: commit it at once)")
+	e.str(&cfg.CPUProfile, "cpu-profile", "THREADLINE_CPU_PROFILE", "", "write a CPU profile of the whole serve to this file, for go tool pprof (empty: off)")
 	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
 	var tokens int64
 	var delay time.Duration
@@ -262,6 +265,7 @@ type Program struct {
 	stopBG  context.CancelFunc
 	bgDone  chan struct{}
 	serveCh chan error
+	profile *os.File
 }
 
 // Start migrates, connects and starts serving; Addr tells where.
@@ -324,6 +328,16 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	}
 	p := &Program{cfg: cfg, log: log, store: st, svc: svc, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
 		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+	if cfg.CPUProfile != "" {
+		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
+			err = pprof.StartCPUProfile(p.profile)
+		}
+		if err != nil {
+			ln.Close()
+			st.Close()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopBG = stop
 	go func() { defer close(p.bgDone); svc.Run(bg) }()
@@ -348,6 +362,10 @@ func (p *Program) Close() error {
 	p.stopBG()
 	<-p.bgDone
 	p.store.Close()
+	if p.profile != nil {
+		pprof.StopCPUProfile()
+		err = errors.Join(err, p.profile.Close())
+	}
 	if serr := <-p.serveCh; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
