@@ -41,6 +41,7 @@ type options struct {
 	lease     time.Duration
 	vars      map[string]string // extra environment for the model registry
 	title     string            // the title model
+	wrap      func(*store.Store) thread.Store
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -62,7 +63,11 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := thread.New(st, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease, TitleModel: o.title})
+	var ts thread.Store = st
+	if o.wrap != nil {
+		ts = o.wrap(st)
+	}
+	svc := thread.New(ts, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease, TitleModel: o.title})
 	srv := api.New(svc, api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping})
 	hs := httptest.NewServer(srv)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -621,5 +623,52 @@ func TestTitleModel(t *testing.T) {
 	wantStatus(t, resp, b, http.StatusOK, "")
 	if _, b = e.do("GET", "/api/v1/threads/"+tid, nil); !strings.Contains(string(b), `"title":"mine"`) {
 		t.Fatalf("title after PATCH: got %s", b)
+	}
+}
+
+// unsavedStore starts runs whose one commit fails, as a database that went
+// away between the start's check and its commit.
+type unsavedStore struct{ *store.Store }
+
+func (u unsavedStore) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
+	tx, err := u.Store.RunStart(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return unsavedTx{tx}, nil
+}
+
+type unsavedTx struct{ thread.RunTx }
+
+func (unsavedTx) Commit(context.Context, thread.Record) error { return errors.New("connection lost") }
+func (unsavedTx) Finish(context.Context, thread.RunFinish) error {
+	return errors.New("connection lost")
+}
+
+// TestUnsavedRunIsAnError: a run whose start cannot be committed sends no
+// status line before it knows: the client gets 503 unavailable as JSON, and
+// nothing of the run exists.
+func TestUnsavedRunIsAnError(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *options) { o.wrap = func(s *store.Store) thread.Store { return unsavedStore{s} } })
+	tid := newID()
+	resp, body := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", newMessage("hello", nil))
+	var got struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 503 || got.Error.Code != "unavailable" ||
+		!strings.Contains(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("got %d %q %s, want 503 unavailable as JSON", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	// The thread was created (it is a thread's own request), but holds no
+	// message of the run.
+	var list struct {
+		Checkpoints []json.RawMessage `json:"checkpoints"`
+	}
+	if after := checkpointsOf(e, tid); json.Unmarshal([]byte(after), &list) != nil || list.Checkpoints == nil || len(list.Checkpoints) != 0 {
+		t.Fatalf("checkpoints after an unsaved run: got %s, want none", after)
 	}
 }
