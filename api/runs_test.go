@@ -626,28 +626,19 @@ func TestTitleModel(t *testing.T) {
 	}
 }
 
-// unsavedStore starts runs whose one commit fails, as a database that went
-// away between the start's check and its commit.
+// unsavedStore fails every run's commit, as a database that went away.
 type unsavedStore struct{ *store.Store }
 
-func (u unsavedStore) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	tx, err := u.Store.RunStart(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return unsavedTx{tx}, nil
+func (unsavedStore) RunCreate(context.Context, thread.RunCreate, thread.Record) (*thread.Run, error) {
+	return nil, errors.New("connection lost")
 }
 
-type unsavedTx struct{ thread.RunTx }
-
-func (unsavedTx) Commit(context.Context, thread.Record) error { return errors.New("connection lost") }
-func (unsavedTx) Finish(context.Context, thread.RunFinish) error {
+func (unsavedStore) RunComplete(context.Context, thread.RunCreate, thread.RunFinish) error {
 	return errors.New("connection lost")
 }
 
-// TestUnsavedRunIsAnError: a run whose start cannot be committed sends no
-// status line before it knows: the client gets 503 unavailable as JSON, and
-// nothing of the run exists.
+// TestUnsavedRunIsAnError: a run that cannot be saved is 503 unavailable as
+// JSON, with no stream, and nothing of the run exists.
 func TestUnsavedRunIsAnError(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(o *options) { o.wrap = func(s *store.Store) thread.Store { return unsavedStore{s} } })

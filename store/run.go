@@ -10,15 +10,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
 
 // The statements of a turn, prepared on every new connection (see hot).
 var (
-	sqlBegin       = hot(`BEGIN`)
-	sqlCommit      = hot(`COMMIT`)
 	sqlRunOpen     = hot(`SELECT threadline_run_open($1, $2, $3, $4, $5)`)
 	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4)`)
 	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
@@ -65,37 +62,24 @@ func notFoundRun(id uuid.UUID) error {
 	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
 }
 
-// RunStart starts a run; see thread.Store. It sends one pipelined batch
-// that opens a transaction and calls threadline_run_open, which locks the
-// thread and checks everything the run's writes would. The writes wait for
-// Commit or Finish, so a run that ends fast writes each row once. The
-// returned RunTx owns the connection.
-func (s *Store) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	b := &pgx.Batch{}
-	b.Queue(sqlBegin)
-	queueOpen(b, in)
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("start run: %w", interpretError(err))
-	}
-	tx := &runTx{s: s, conn: conn, in: in}
-	if err := tx.send(ctx, b, "start run"); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	return tx, nil
-}
-
-// RunCreate starts a run and commits it; see thread.Store. Like RunStart's
-// check and Commit's writes, as one batch in one implicit transaction: one
-// round trip.
+// RunCreate starts a run and commits it; see thread.Store. The checks of
+// threadline_run_open and the start's writes go as one batch in one
+// implicit transaction: one round trip.
 func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
 	b := &pgx.Batch{}
 	queueOpen(b, in)
 	if err := queueStart(b, in, first); err != nil {
 		return nil, err
 	}
-	if err := s.sendBatch(ctx, b, "start run"); err != nil {
+	err := s.sendBatch(ctx, b, "start run")
+	if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
+		// The one-active-run index caught what the guard could not see:
+		// name the winner now that the batch's connection is back.
+		if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
+			return nil, inProgress(a.ID, a.MessageID)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	r := in.Run
@@ -128,92 +112,33 @@ func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
 	return queueEvents(b, r.ID, []thread.Record{first}, false, "")
 }
 
-// runTx is thread.RunTx: an open transaction on one pooled connection, and
-// the start's writes, which it has not sent yet.
-type runTx struct {
-	s    *Store
-	conn *pgxpool.Conn
-	in   thread.RunCreate
-}
-
-var _ thread.RunTx = (*runTx)(nil)
-
-// send runs a batch in the open transaction and returns its first error,
-// interpreted.
-func (t *runTx) send(ctx context.Context, b *pgx.Batch, what string) error {
-	if t.conn == nil {
-		return fmt.Errorf("%s: the run's transaction has ended", what)
-	}
-	return execBatch(t.conn.SendBatch(ctx, b), b.Len(), what)
-}
-
-// Commit writes the start (see queueStart) and commits, in one round trip.
-func (t *runTx) Commit(ctx context.Context, first thread.Record) error {
-	b := &pgx.Batch{}
-	if err := queueStart(b, t.in, first); err != nil {
-		return err
-	}
-	b.Queue(sqlCommit)
-	err := t.send(ctx, b, "commit run start")
-	if err == nil {
-		t.release()
-	}
-	return err
-}
-
-// Finish writes the whole run at once, in its final state, and commits, in
-// one round trip: the user message, the ended run, the reply, the compacted
-// log and the thread's new end, head and title.
-func (t *runTx) Finish(ctx context.Context, in thread.RunFinish) error {
-	data, err := compactRecords(in)
+// RunComplete writes a whole run that ended before its start was
+// written; see thread.Store. threadline_run_open's checks, the user message,
+// the ended run, the reply, the compacted log and the thread's new end,
+// head and title go as one batch in one implicit transaction: one round
+// trip and one commit.
+func (s *Store) RunComplete(ctx context.Context, in thread.RunCreate, fin thread.RunFinish) error {
+	data, err := compactRecords(fin)
 	if err != nil {
 		return err
 	}
-	r, b, now := in.Run, &pgx.Batch{}, t.s.clock()
-	if t.in.User != nil {
-		queueCheckpoint(b, t.in.User)
+	r, b, now := fin.Run, &pgx.Batch{}, s.clock()
+	queueOpen(b, in)
+	if in.User != nil {
+		queueCheckpoint(b, in.User)
 	}
 	cfg, _ := json.Marshal(r.Config)
-	usage, rerr := finishJSON(in)
-	b.Queue(sqlRunInsertEnded, r.ID, r.ThreadID, in.Status, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, in.Model, cfg,
+	usage, rerr := finishJSON(fin)
+	b.Queue(sqlRunInsertEnded, r.ID, r.ThreadID, fin.Status, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, fin.Model, cfg,
 		usage, rerr, r.TreeSeq, r.CreatedAt, now)
-	queueCheckpoint(b, &in.Assistant)
-	b.Queue(sqlEventsInsert, r.ID, in.Records[0].Seq, in.Records[len(in.Records)-1].Seq, data)
+	queueCheckpoint(b, &fin.Assistant)
+	b.Queue(sqlEventsInsert, r.ID, fin.Records[0].Seq, fin.Records[len(fin.Records)-1].Seq, data)
 	var title *string
-	if in.Title != "" {
-		title = &in.Title
+	if fin.Title != "" {
+		title = &fin.Title
 	}
-	b.Queue(sqlThreadEnd, t.in.Thread, in.Assistant.Seq, r.MessageID, now, title)
-	b.Queue(sqlCommit)
-	err = t.send(ctx, b, "finish run")
-	if err == nil {
-		t.release()
-	}
-	return err
-}
-
-// Rollback ends an open transaction and releases the connection. Its
-// context survives the caller's cancellation, so the rollback is sent.
-func (t *runTx) Rollback() {
-	if t.conn == nil {
-		return
-	}
-	if t.conn.Conn().PgConn().TxStatus() != 'I' {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := t.conn.Exec(ctx, `ROLLBACK`); err != nil {
-			// A connection in an unknown state must not go back to the pool.
-			_ = t.conn.Conn().Close(ctx)
-		}
-	}
-	t.release()
-}
-
-func (t *runTx) release() {
-	if t.conn != nil {
-		t.conn.Release()
-		t.conn = nil
-	}
+	b.Queue(sqlThreadEnd, in.Thread, fin.Assistant.Seq, r.MessageID, now, title)
+	return s.sendBatch(ctx, b, "write run")
 }
 
 // sendBatch runs a batch as one implicit transaction and returns its first

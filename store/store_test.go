@@ -439,7 +439,7 @@ func TestRunCreateGuards(t *testing.T) {
 // BenchmarkRunTurn is a turn's store calls alone, a 200-token reply with
 // its compacted log: separate, the start commits alone (RunCreate) and then
 // the end (RunFinish), two commits; merged, the end is written in the
-// start's transaction (RunStart, RunTx.Finish), one commit.
+// whole run is written at once (RunComplete), one commit.
 func BenchmarkRunTurn(b *testing.B) {
 	for _, merged := range []bool{false, true} {
 		name := "separate"
@@ -462,15 +462,11 @@ func BenchmarkRunTurn(b *testing.B) {
 				user.RunID = r.ID
 				in := thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: *r}
 				first := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
-				var tx thread.RunTx
 				var err error
-				if merged {
-					tx, err = s.RunStart(ctx, in)
-				} else {
-					_, err = s.RunCreate(ctx, in, first)
-				}
-				if err != nil {
-					b.Fatal(err)
+				if !merged {
+					if _, err = s.RunCreate(ctx, in, first); err != nil {
+						b.Fatal(err)
+					}
 				}
 				t1 := time.Now()
 				recs := append([]thread.Record{first}, tokens(2, 200)...)
@@ -479,8 +475,7 @@ func BenchmarkRunTurn(b *testing.B) {
 				recs = append(recs, thread.Record{Seq: 202, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: asst.Seq})
 				fin := thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin"}
 				if merged {
-					err = tx.Finish(ctx, fin)
-					tx.Rollback()
+					err = s.RunComplete(ctx, in, fin)
 				} else {
 					err = s.RunFinish(ctx, fin)
 				}
@@ -498,82 +493,11 @@ func BenchmarkRunTurn(b *testing.B) {
 	}
 }
 
-// TestRunStartHoldsTheThread: an open start is invisible to others and
-// makes a second start on its thread wait; a refused start and a finished
-// one give their connection back to the pool.
-func TestRunStartHoldsTheThread(t *testing.T) {
-	t.Parallel()
-	s, pool := setup(t)
-	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	in := func(seq int64) thread.RunCreate {
-		user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, Role: checkpoint.RoleUser, Content: text("hi"), Seq: seq, CreatedAt: now}
-		r := thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
-			MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: seq, CreatedAt: now}
-		user.RunID = r.ID
-		return thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: r}
-	}
-	first := in(1)
-	tx, err := s.RunStart(ctx, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunGet(ctx, th.ID, first.Run.ID); !errors.Is(err, checkpoint.ErrNotFound) {
-		t.Fatalf("RunGet of an open start: got %v, want not_found", err)
-	}
-	second := make(chan error, 1)
-	go func() {
-		tx2, err := s.RunStart(ctx, in(1))
-		if err == nil {
-			tx2.Rollback()
-		}
-		second <- err
-	}()
-	select {
-	case err := <-second:
-		t.Fatalf("second RunStart returned %v while the first start was open; want it to wait", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	if err := tx.Commit(ctx, thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}); err != nil {
-		t.Fatal(err)
-	}
-	tx.Rollback() // after Commit: only releases
-	var e *checkpoint.Error
-	if err := <-second; !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != first.Run.ID.String() {
-		t.Fatalf("second RunStart: got %v, want run_in_progress naming %s", err, first.Run.ID)
-	}
-	if got, err := s.RunGet(ctx, th.ID, first.Run.ID); err != nil || got.LastSequence != 1 {
-		t.Fatalf("RunGet after Commit: got %+v (%v), want the run with sequence 1", got, err)
-	}
-	if n := pool.Stat().AcquiredConns(); n != 0 {
-		t.Fatalf("connections still held: got %d, want 0", n)
-	}
-}
-
-// TestConnectionsOpenPrepared: Open's connections have every statement of
-// a turn prepared before their first use.
-func TestConnectionsOpenPrepared(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, err := store.Open(ctx, pgtest.New(t), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Pool().Close()
-	var n int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n < store.HotStatements {
-		t.Fatalf("prepared statements on a new connection: got %d, want at least %d", n, store.HotStatements)
-	}
-}
-
-// TestRunStartChecksWhatItDefers: the start's writes wait for its commit, so
-// its guard refuses what they would: a reused message id and a parent that
-// is not in the thread. A merged Finish writes the run in its final state.
-func TestRunStartChecksWhatItDefers(t *testing.T) {
+// TestRunWriteGuards: RunCreate and RunComplete check, under the thread's
+// lock, what a run's writes need (threadline_run_open): a reused message id
+// and a parent outside the thread are refused before anything is written;
+// RunComplete writes a run in its final state.
+func TestRunWriteGuards(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	ctx := context.Background()
@@ -595,34 +519,35 @@ func TestRunStartChecksWhatItDefers(t *testing.T) {
 		{"reused message id", in(nodes[0].ID, nodes[1].ID), checkpoint.EConflict},
 		{"parent elsewhere", in(uuid.New(), uuid.New()), checkpoint.EInvalidFork},
 	} {
-		if _, err := s.RunStart(ctx, c.in); checkpoint.ErrorCode(err) != c.want {
-			t.Errorf("%s: got %v, want %s", c.name, err, c.want)
+		if _, err := s.RunCreate(ctx, c.in, thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3}); checkpoint.ErrorCode(err) != c.want {
+			t.Errorf("%s: RunCreate: got %v, want %s", c.name, err, c.want)
+		}
+		fin := thread.RunFinish{Run: &c.in.Run, Status: thread.RunSucceeded, Model: "builtin",
+			Assistant: checkpoint.Node{ID: c.in.Run.MessageID, ThreadID: th.ID, ParentID: c.in.Run.ParentID, Seq: 4, Role: checkpoint.RoleAssistant, Content: text(""), CreatedAt: now},
+			Records:   []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 4}}}
+		if err := s.RunComplete(ctx, c.in, fin); checkpoint.ErrorCode(err) != c.want {
+			t.Errorf("%s: RunComplete: got %v, want %s", c.name, err, c.want)
 		}
 	}
 	ok := in(uuid.New(), nodes[1].ID)
-	tx, err := s.RunStart(ctx, ok)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := ok.Run
 	recs := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3},
 		{Seq: 2, Kind: thread.KindToken, Text: "yes"}, {Seq: 3, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 4}}
 	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 4, Role: checkpoint.RoleAssistant,
 		Content: text("yes"), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: now}
-	if err := tx.Finish(ctx, thread.RunFinish{Run: &r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin", Title: "hi"}); err != nil {
+	if err := s.RunComplete(ctx, ok, thread.RunFinish{Run: &r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin", Title: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	tx.Rollback()
 	got, err := s.RunGet(ctx, th.ID, r.ID)
 	if err != nil || got.Status != thread.RunSucceeded || got.LastSequence != 3 || got.FinishedAt == nil || got.Owner != "" {
-		t.Fatalf("run after a merged Finish: got %+v (%v), want succeeded, ended, sequence 3, no owner", got, err)
+		t.Fatalf("run after RunComplete: got %+v (%v), want succeeded, ended, sequence 3, no owner", got, err)
 	}
 	gotTh, err := s.ThreadGet(ctx, th.Caller, th.ID)
 	if err != nil || gotTh.LastSeq != 4 || gotTh.HeadID != r.MessageID || gotTh.Title == nil || *gotTh.Title != "hi" {
-		t.Fatalf("thread after a merged Finish: got %+v (%v), want last_seq 4, head at the reply, title hi", gotTh, err)
+		t.Fatalf("thread after RunComplete: got %+v (%v), want last_seq 4, head at the reply, title hi", gotTh, err)
 	}
 	log, err := s.RunEventsAfter(ctx, r.ID, 0)
 	if err != nil || fmt.Sprint(log) != fmt.Sprint(recs) {
-		t.Fatalf("log after a merged Finish: got %v (%v), want %v", log, err, recs)
+		t.Fatalf("log after RunComplete: got %v (%v), want %v", log, err, recs)
 	}
 }

@@ -76,10 +76,6 @@ type activeRun struct {
 	done   chan struct{}
 	thread *Thread
 	user   *checkpoint.Node // the run's new user message, or nil
-	// presub is subscribed before the first event is published, for the
-	// StartRun caller's FollowRun to claim: it then needs no catch-up read
-	// of the log. The hub's End closes it if nobody claims it.
-	presub stream.Subscription[Event]
 }
 
 func (a *activeRun) cancel(why RunStatus) {
@@ -196,46 +192,13 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		user.Seq = th.LastSeq + 1
 		r.UserMessageID, r.ParentID, r.TreeSeq = user.ID, user.ID, user.Seq
 	}
-	in := RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}
-	var tx RunTx
-	if s.cfg.StartLinger > 0 && s.lingering.Add(1) <= int64(s.cfg.MaxLingering) {
-		if tx, err = s.store.RunStart(ctx, in); err != nil {
-			s.lingering.Add(-1)
-		}
-	} else {
-		// Busy: each lingering start holds a connection, and under load
-		// the group commit saves more than lingering would. Commit now.
-		if s.cfg.StartLinger > 0 {
-			s.lingering.Add(-1)
-		}
-		_, err = s.store.RunCreate(ctx, in, Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
-	}
-	if err != nil {
-		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
-			// A concurrent retry with the same message id won the race;
-			// its start was committed while this one waited for the lock.
-			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
-				if t2, err2 := s.tree(ctx, th2); err2 == nil {
-					if prev := t2.Get(req.Message.ID); prev != nil {
-						return s.retried(ctx, th2, prev, req)
-					}
-				}
-			}
-		}
-		return nil, false, err
-	}
 	created := &r
 	created.LastSequence = 1
+	created.first = &presub{sub: s.hub.Subscribe(r.ID)}
 	if user != nil {
 		if tree, err = tree.Append(*user); err != nil {
-			if tx != nil {
-				tx.Rollback()
-				s.lingering.Add(-1)
-			}
+			created.first.claim().Close()
 			return nil, false, err
-		}
-		if tx == nil {
-			s.remember(threadID, tree) // committed; else once it is
 		}
 	}
 	mreq, err := s.modelRequest(ctx, caller, tree, created, req.Config)
@@ -244,7 +207,24 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		mreq = ModelRequest{}
 		model = failingModel{err: err}
 	}
-	s.launch(th, user, created, tree, model, mreq, tx)
+	started := s.launch(th, user, created, tree, model, mreq, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r})
+	if err := <-started; err != nil {
+		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
+			// A concurrent retry with the same message id won the race.
+			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
+				if t2, err2 := s.tree(ctx, th2); err2 == nil {
+					if prev := t2.Get(req.Message.ID); prev != nil {
+						return s.retried(ctx, th2, prev, req)
+					}
+				}
+			}
+		}
+		var coded *checkpoint.Error
+		if !errors.As(err, &coded) {
+			err = &checkpoint.Error{Code: "unavailable", Message: "the run could not be saved (" + err.Error() + "); retry the request, with the same message id"}
+		}
+		return nil, false, err
+	}
 	return created, false, nil
 }
 
@@ -387,12 +367,13 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 	return ModelResult{}, &ModelError{Code: EModelError, Message: checkpoint.ErrorMessage(f.err)}
 }
 
-// launch starts the run loop in the background.
-func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
+// launch starts the run loop in the background. The returned channel
+// says, once, whether the run's start was committed (alone, or with the
+// whole run): until then nothing of the run is written or published.
+func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate) <-chan error {
 	ctx, stop := context.WithCancel(context.Background())
-	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user, presub: s.hub.Subscribe(r.ID)}
-	// tx is nil when the start is committed (RunCreate): it is not
-	// lingering, and its first event goes out at once.
+	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user}
+	started := make(chan error, 1)
 	s.mu.Lock()
 	s.runs[r.ID] = ar
 	s.byThread[r.ThreadID] = ar
@@ -402,12 +383,32 @@ func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkp
 		defer s.runsDone.Done()
 		defer close(ar.done)
 		defer stop()
-		s.execute(ar, tree, model, req, tx)
+		s.execute(ar, tree, model, req, in, started)
 		s.mu.Lock()
 		delete(s.runs, r.ID)
 		s.mu.Unlock()
 		s.leaveThread(r)
 	}()
+	return started
+}
+
+// presub is a run's first subscription, made before its first event, for
+// the StartRun caller's FollowRun to claim once: it then needs no catch-up
+// read of the log. The hub's End closes it if nobody claims it.
+type presub struct {
+	mu  sync.Mutex
+	sub stream.Subscription[Event]
+}
+
+func (p *presub) claim() stream.Subscription[Event] {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sub := p.sub
+	p.sub = nil
+	return sub
 }
 
 func (s *Service) publish(r *Run, batch []Record, since time.Time) {
@@ -427,44 +428,44 @@ func (s *Service) publish(r *Run, batch []Record, since time.Time) {
 	}
 }
 
-// execute runs the model, logs its tokens and writes the final state. The
-// run's start stays uncommitted for up to StartLinger: a run that ends
-// within it is committed once, with its end; otherwise the start commits
-// alone, its first snapshot is published and the tokens follow through the
-// group commit.
-func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest, tx RunTx) {
+// execute runs the model, logs its tokens and writes the final state.
+// Nothing is written for up to StartLinger: a run that ends within it is
+// written whole, with one commit (Store.RunComplete); otherwise its start is
+// committed when the linger ends (Store.RunCreate), its first snapshot is
+// published and the tokens follow through the group commit. started gets
+// the outcome of whichever commit writes the start.
+func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate, started chan<- error) {
 	r := ar.run
 	firstRec := Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
 		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
 	w := s.commits.writer(r, firstRec)
-	var linger *time.Timer
-	if tx == nil {
-		// Committed by RunCreate already.
-		w.start = startCommitted
-		s.hub.Publish(r.ID, firstEv)
-	}
 	commitStart := func() {
 		if !w.claimStart(startCommitting) {
-			return // the run ended first and commits the start itself
+			return // the run ended first and is written whole
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := tx.Commit(ctx, firstRec)
+		_, err := s.store.RunCreate(ctx, in, firstRec)
 		cancel()
-		tx.Rollback()
-		s.lingering.Add(-1)
 		if err != nil {
-			s.log.Error("commit run start", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+			// Refused or not saved: nothing of the run exists. Free the
+			// thread before the caller hears of it.
 			ar.cancel(RunFailed)
+			s.leaveThread(r)
 			w.started(false)
+			started <- err
 			return
 		}
 		s.remember(r.ThreadID, tree)
 		s.hub.Publish(r.ID, firstEv)
 		w.started(true)
+		started <- nil
 	}
-	if tx != nil {
+	var linger *time.Timer
+	if s.cfg.StartLinger > 0 {
 		linger = time.AfterFunc(s.cfg.StartLinger, commitStart)
+	} else {
+		commitStart()
 	}
 	seq := int64(1)
 	var text strings.Builder
@@ -477,24 +478,16 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
 		return nil
 	})
-	merged := tx != nil && w.claimStart(startMerged)
-	switch {
-	case merged:
+	merged := w.claimStart(startMerged)
+	if merged {
 		linger.Stop()
-		s.lingering.Add(-1)
-	case tx != nil:
+	} else {
 		<-w.startDone
 	}
 	tail := w.stop()
 	all := w.all
 	if w.start == startFailed {
-		// Nothing of the run is durable, so nothing was published: its
-		// follower finds no run and says so.
-		s.leaveThread(r)
-		s.hub.End(r.ID)
-		if s.cfg.OnRunEnd != nil {
-			s.cfg.OnRunEnd(RunFailed)
-		}
+		s.hub.End(r.ID) // nothing was published
 		return
 	}
 
@@ -534,7 +527,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		fin.title = TitleFrom(tree.Nodes()[0].Text())
 	}
 	if merged {
-		fin.tx, fin.first = tx, &firstEv
+		fin.create, fin.first, fin.started = &in, &firstEv, started
 	}
 	s.finish(fin)
 	if first && s.cfg.TitleModel != "" {
@@ -556,10 +549,12 @@ type finishing struct {
 	usage  *Usage
 	err    *RunError
 	title  string // the thread's title if it has none
-	// tx is the run's uncommitted start, committed with the end; first is
-	// then its first event, published before the tail.
-	tx    RunTx
-	first *Event
+	// create is the run's unwritten start, written with the end; first is
+	// then its first event, published before the tail, and started is
+	// told the outcome.
+	create  *RunCreate
+	first   *Event
+	started chan<- error
 }
 
 // finish writes the assistant checkpoint and the compacted log, then
@@ -577,22 +572,29 @@ func (s *Service) finish(f finishing) {
 	defer cancel()
 	in := RunFinish{Run: r, Status: status, Assistant: asst, Records: all, Model: f.model, Usage: f.usage, Error: f.err, Title: f.title}
 	var err error
-	if f.tx != nil {
-		err = f.tx.Finish(ctx, in)
-		f.tx.Rollback()
+	if f.create != nil {
+		err = s.store.RunComplete(ctx, *f.create, in)
 	} else {
 		err = s.store.RunFinish(ctx, in)
 	}
 	if err != nil {
 		// Nothing more is published. A committed start: the lease lapses
-		// and recovery ends the run from its durable log. An uncommitted
-		// one: nothing of the run exists, and its follower says so.
-		s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "start_committed", f.tx == nil, "err", err)
+		// and recovery ends the run from its durable log. An unwritten
+		// one: nothing of the run exists, and StartRun returns the error.
+		if f.create == nil {
+			s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+		}
 		s.leaveThread(r)
 		s.hub.End(r.ID)
+		if f.started != nil {
+			f.started <- err
+		}
 		return
 	}
 	s.leaveThread(r)
+	if f.started != nil {
+		f.started <- nil
+	}
 	nt, err := tree.Append(asst)
 	if err == nil {
 		s.remember(r.ThreadID, nt)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,18 +36,14 @@ type Config struct {
 	// TitleModel names the model that titles a thread after its first
 	// exchange ("": the first words of the first user message).
 	TitleModel string
-	// StartLinger is how long a run's start may stay uncommitted while the
-	// model runs (2ms; negative: commit at once). A run that ends within
-	// it commits its start and its end together, once; a longer one
-	// commits its start when the linger ends, and its client's first event
-	// waits that long.
+	// StartLinger is how long the model runs before anything of its run is
+	// written (2ms; negative: the start is written first). A run that ends
+	// within it is written whole, with one commit; a longer one commits its
+	// start when the linger ends, and its client's first event waits that
+	// long. Nothing is published before it is durable either way; the
+	// price is that a start the database refuses (another process changed
+	// the thread) has cost up to a linger of the model's time.
 	StartLinger time.Duration
-	// MaxLingering bounds the starts that linger at once (8): each holds a
-	// database connection until it commits, so keep it well below the
-	// pool's size. When many runs start together the group commit saves
-	// more than lingering would; a run beyond the bound commits its start
-	// at once, in one round trip.
-	MaxLingering int
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -68,9 +63,6 @@ type Service struct {
 	byThread map[uuid.UUID]*activeRun // at most one run per thread
 	closing  bool
 	runsDone sync.WaitGroup
-	// lingering counts starts left uncommitted (see StartLinger); at most
-	// MaxLingering at once.
-	lingering atomic.Int64
 }
 
 // Attachments loads attachment bytes for the model. It may be nil.
@@ -99,9 +91,6 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	}
 	if cfg.StartLinger == 0 {
 		cfg.StartLinger = 2 * time.Millisecond
-	}
-	if cfg.MaxLingering <= 0 {
-		cfg.MaxLingering = 8
 	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
@@ -540,7 +529,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 	for {
 		var sub stream.Subscription[Event]
 		if last == 0 {
-			sub = s.claimPresub(r.ID)
+			sub = r.first.claim()
 		}
 		if sub == nil {
 			sub = s.hub.Subscribe(r.ID)
@@ -590,20 +579,6 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		}
 		idle.Stop()
 	}
-}
-
-// claimPresub hands out a running run's first subscription once: it has
-// every event from sequence 1, so its follower skips the catch-up read.
-func (s *Service) claimPresub(runID uuid.UUID) stream.Subscription[Event] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ar := s.runs[runID]
-	if ar == nil || ar.presub == nil {
-		return nil
-	}
-	sub := ar.presub
-	ar.presub = nil
-	return sub
 }
 
 // event rebuilds a stream event from its log record.

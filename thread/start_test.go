@@ -45,12 +45,22 @@ func (c *countingStore) counts() string {
 		c.commits, c.finishes, c.plainFinishes, c.appends)
 }
 
-func (c *countingStore) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	tx, err := c.Store.RunStart(ctx, in)
-	if err != nil {
-		return nil, err
+var errInjected = errors.New("injected: the database went away")
+
+func (c *countingStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	c.count(&c.commits)
+	if c.failCommit {
+		return nil, errInjected
 	}
-	return &countingTx{RunTx: tx, c: c}, nil
+	return c.Store.RunCreate(ctx, in, first)
+}
+
+func (c *countingStore) RunComplete(ctx context.Context, in thread.RunCreate, fin thread.RunFinish) error {
+	c.count(&c.finishes)
+	if c.failFinish {
+		return errInjected
+	}
+	return c.Store.RunComplete(ctx, in, fin)
 }
 
 func (c *countingStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
@@ -61,29 +71,6 @@ func (c *countingStore) RunFinish(ctx context.Context, in thread.RunFinish) erro
 func (c *countingStore) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
 	c.count(&c.appends)
 	return c.Store.RunEventsAppend(ctx, segs)
-}
-
-type countingTx struct {
-	thread.RunTx
-	c *countingStore
-}
-
-var errInjected = errors.New("injected: the database went away")
-
-func (x *countingTx) Commit(ctx context.Context, first thread.Record) error {
-	x.c.count(&x.c.commits)
-	if x.c.failCommit {
-		return errInjected
-	}
-	return x.RunTx.Commit(ctx, first)
-}
-
-func (x *countingTx) Finish(ctx context.Context, in thread.RunFinish) error {
-	x.c.count(&x.c.finishes)
-	if x.c.failFinish {
-		return errInjected
-	}
-	return x.RunTx.Finish(ctx, in)
 }
 
 // gated emits its first token, then waits for release before the rest.
@@ -111,13 +98,10 @@ func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(strin
 	return thread.ModelResult{StopReason: "stop"}, nil
 }
 
-// lingerMax keeps lingering starts below the test pool's connections.
-const lingerMax = 2
-
 func startSetup(t *testing.T, m thread.Model, linger time.Duration) (*thread.Service, *countingStore) {
 	t.Helper()
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
-	svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: linger, MaxLingering: lingerMax})
+	svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: linger})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -242,26 +226,42 @@ func TestSlowRunCommitsStartAlone(t *testing.T) {
 	}
 }
 
-// TestSecondRunWaitsForOpenStart: a second run on a thread whose first run
-// holds an uncommitted start gets run_in_progress naming the first.
+// TestSecondRunWaitsForOpenStart: a second run on a thread is refused at
+// once with run_in_progress naming the first, also while the first run's
+// start is not written yet (its model runs during the linger).
 func TestSecondRunWaitsForOpenStart(t *testing.T) {
 	t.Parallel()
 	g := newGated()
-	svc, _ := startSetup(t, g, 20*time.Millisecond)
+	svc, cs := startSetup(t, g, time.Hour)
 	ctx := context.Background()
 	tid := uuid.New()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		r   *thread.Run
+		err error
 	}
-	<-g.started // the start is most likely still open: the linger is 20ms
-	_, _, err = svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again"), ParentID: r.UserMessageID})
+	first := make(chan result, 1)
+	go func() {
+		r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+		first <- result{r, err}
+	}()
+	<-g.started // the first model runs; nothing of its run is written
+	if th, err := cs.Store.ThreadGet(ctx, "local", tid); err != nil || th.LastSeq != 0 {
+		t.Fatalf("thread while the first run lingers: got %+v (%v), want it empty", th, err)
+	}
+	_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again")})
 	var e *checkpoint.Error
-	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != r.ID.String() {
-		t.Fatalf("second StartRun: got %v, want run_in_progress naming %s", err, r.ID)
+	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress {
+		t.Fatalf("second StartRun: got %v, want run_in_progress", err)
 	}
 	close(g.release)
-	if evs, err := follow(t, svc, r); err != nil {
+	res := <-first
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if fmt.Sprint(e.Data["run_id"]) != res.r.ID.String() {
+		t.Fatalf("second StartRun named run %v, want %s", e.Data["run_id"], res.r.ID)
+	}
+	if evs, err := follow(t, svc, res.r); err != nil {
 		t.Fatal(err)
 	} else {
 		checkSequence(t, evs, 4)
@@ -269,8 +269,8 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 }
 
 // TestUnsavedStartIsAnError: when the start cannot be committed, alone or
-// with the run's end, the client gets an unavailable error and no event,
-// and nothing of the run is stored.
+// with the run's end, StartRun says unavailable, and nothing of the run is
+// stored.
 func TestUnsavedStartIsAnError(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -292,16 +292,12 @@ func TestUnsavedStartIsAnError(t *testing.T) {
 			if _, _, err := svc.CreateThread(ctx, "local", tid, nil); err != nil {
 				t.Fatal(err)
 			}
-			r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-			if err != nil {
-				t.Fatal(err)
+			_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+			if checkpoint.ErrorCode(err) != "unavailable" {
+				t.Fatalf("StartRun: got %v, want unavailable", err)
 			}
-			evs, err := follow(t, svc, r)
-			if checkpoint.ErrorCode(err) != "unavailable" || len(evs) != 0 {
-				t.Fatalf("follow: got %d events, err %v; want none and unavailable", len(evs), err)
-			}
-			if _, err := cs.Store.RunGet(ctx, tid, r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
-				t.Fatalf("RunGet: got %v, want not_found", err)
+			if th, err := cs.Store.ThreadGet(ctx, "local", tid); err != nil || th.LastSeq != 0 {
+				t.Fatalf("thread after an unsaved run: got %+v (%v), want it empty", th, err)
 			}
 			nodes, err := cs.Store.CheckpointsAfter(ctx, tid, 0)
 			if err != nil || len(nodes) != 0 {
@@ -314,7 +310,7 @@ func TestUnsavedStartIsAnError(t *testing.T) {
 			if g, ok := m.(*gated); ok {
 				close(g.release)
 			}
-			r, _, err = svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+			r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,47 +360,5 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	s7 := run(t, a, tid, thread.RunRequest{Message: msg("again"), ParentID: leaf(s6).ID})
 	if got := len(s7.View().Path(s7.Head)); got != 4 {
 		t.Fatalf("path on the recreated thread: got %d messages, want 4", got)
-	}
-}
-
-// TestLingeringIsBounded: at most Config.MaxLingering starts stay uncommitted at
-// once; the next run commits its start at once, and its client sees its
-// first event while the model still runs.
-func TestLingeringIsBounded(t *testing.T) {
-	t.Parallel()
-	g := newGated()
-	svc, cs := startSetup(t, g, time.Hour)
-	ctx := context.Background()
-	var runs []*thread.Run
-	for range lingerMax + 1 {
-		r, _, err := svc.StartRun(ctx, "local", uuid.New(), thread.RunRequest{Message: msg("q")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
-	for i, r := range runs {
-		_, err := cs.Store.RunGet(ctx, r.ThreadID, r.ID)
-		committed := err == nil
-		if want := i == lingerMax; committed != want {
-			t.Fatalf("run %d: committed %v (%v), want %v", i, committed, err, want)
-		}
-	}
-	last := runs[lingerMax]
-	err := svc.FollowRun(ctx, "local", last, 0, func(ev thread.Event, _ bool) error {
-		if ev.Sequence == 1 {
-			close(g.release) // seen while every model waits
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runs[:lingerMax] {
-		if evs, err := follow(t, svc, r); err != nil {
-			t.Fatal(err)
-		} else {
-			checkSequence(t, evs, 4)
-		}
 	}
 }

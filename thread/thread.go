@@ -103,6 +103,9 @@ type Run struct {
 	FinishedAt    *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
+	// first is the subscription StartRun made before the run's first
+	// event, for the caller's FollowRun; nil on runs read from the store.
+	first *presub
 }
 
 // MarshalJSON writes the run resource.
@@ -187,22 +190,6 @@ type RunFinish struct {
 	Title string
 }
 
-// RunTx is a run whose start (user message, run row, thread head) is written
-// but not yet committed: it holds its thread's row lock and one connection
-// until Commit, Finish or Rollback. The service commits a start on its own
-// only when the run outlives a short linger, so a run that ends fast (a
-// regenerate, a short reply) costs one commit, not two.
-type RunTx interface {
-	// Commit makes the start durable with the run's first log record.
-	Commit(ctx context.Context, first Record) error
-	// Finish ends the run in the start's transaction and commits both; its
-	// Records hold the whole log from sequence 1. Errors as Store.RunFinish.
-	Finish(ctx context.Context, in RunFinish) error
-	// Rollback abandons whatever was not committed. It is safe to call after
-	// Commit or Finish, and always releases the connection.
-	Rollback()
-}
-
 // Store persists threads, checkpoints, runs and run event logs. Every method
 // returns *checkpoint.Error values for domain failures: not_found for an
 // unknown or foreign thread, run or message; conflict for a reused id;
@@ -233,10 +220,11 @@ type Store interface {
 	// message id already exists or the thread grew past in.Run.TreeSeq;
 	// invalid_fork when the parent is not in the thread.
 	RunCreate(ctx context.Context, in RunCreate, first Record) (*Run, error)
-	// RunStart opens a run's transaction (see RunTx): it locks the thread
-	// and checks what RunCreate's writes would, and leaves the writes to
-	// the RunTx. Errors as RunCreate.
-	RunStart(ctx context.Context, in RunCreate) (RunTx, error)
+	// RunComplete writes a whole run at once, in its final state, in one
+	// transaction: RunCreate's checks, the user message, the ended run,
+	// the reply, the compacted log and the thread's new end, head and
+	// title. Errors as RunCreate.
+	RunComplete(ctx context.Context, in RunCreate, fin RunFinish) error
 	// RunGet returns the run with its last durable sequence; not_found.
 	RunGet(ctx context.Context, threadID, runID uuid.UUID) (*Run, error)
 	// RunByUserMessage returns the run that appended the user message; not_found.

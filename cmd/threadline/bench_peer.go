@@ -1251,30 +1251,14 @@ func (t *timedStore) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, a
 	return t.Store.CheckpointsAfter(ctx, threadID, after)
 }
 
-func (t *timedStore) RunStart(ctx context.Context, in thread.RunCreate) (thread.RunTx, error) {
-	defer t.since("RunStart", time.Now())
-	tx, err := t.Store.RunStart(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return timedTx{tx, t}, nil
+func (t *timedStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	defer t.since("RunCreate", time.Now())
+	return t.Store.RunCreate(ctx, in, first)
 }
 
-// timedTx times a run's start transaction: RunStart.Commit when the start
-// commits alone, RunStart.Finish when the run ends within the linger.
-type timedTx struct {
-	thread.RunTx
-	t *timedStore
-}
-
-func (x timedTx) Commit(ctx context.Context, first thread.Record) error {
-	defer x.t.since("RunStart.Commit", time.Now())
-	return x.RunTx.Commit(ctx, first)
-}
-
-func (x timedTx) Finish(ctx context.Context, in thread.RunFinish) error {
-	defer x.t.since("RunStart.Finish", time.Now())
-	return x.RunTx.Finish(ctx, in)
+func (t *timedStore) RunComplete(ctx context.Context, in thread.RunCreate, fin thread.RunFinish) error {
+	defer t.since("RunComplete", time.Now())
+	return t.Store.RunComplete(ctx, in, fin)
 }
 
 func (t *timedStore) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {

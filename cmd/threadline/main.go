@@ -302,8 +302,6 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
-		// A lingering start holds a connection: a quarter of the pool at most.
-		MaxLingering: max(1, cfg.DBMaxConns/4),
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()
