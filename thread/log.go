@@ -40,8 +40,8 @@ type logWriter struct {
 	stopped  bool
 	failed   bool
 	idle     *sync.Cond
-	// start is where the run's start transaction stands; records wait in
-	// pending until it is committed (their rows need the run's row).
+	// start is where the writing of the run's start stands; records wait
+	// in pending until it is committed (their rows need the run's row).
 	start     startState
 	startDone chan struct{} // closed when start leaves startCommitting
 }
@@ -49,11 +49,11 @@ type logWriter struct {
 type startState int
 
 const (
-	startOpen       startState = iota // written, not committed
+	startOpen       startState = iota // not written: the model runs in the linger
 	startCommitting                   // the linger ran out: committing alone
 	startCommitted
 	startFailed
-	startMerged // the run ended first: the finish commits it
+	startMerged // the run ended first: it is written whole
 )
 
 func (c *committer) writer(r *Run, first Record) *logWriter {
@@ -63,8 +63,8 @@ func (c *committer) writer(r *Run, first Record) *logWriter {
 	return w
 }
 
-// claimStart moves an open start to next (startCommitting or startMerged)
-// and reports whether it was still open.
+// claimStart moves an unwritten start to next (startCommitting or
+// startMerged) and reports whether it was still unwritten.
 func (w *logWriter) claimStart(next startState) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
