@@ -242,7 +242,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusInternalServerError {
+	if status >= http.StatusInternalServerError {
 		s.log.Error("request failed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
 			"method", c.Request().Method, "route", c.Path(), "err", err)
 	}

@@ -654,6 +654,9 @@ func TestUnsavedRunIsAnError(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("got %d %q %s, want 503 unavailable as JSON", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
+	if strings.Contains(got.Error.Message, "connection lost") {
+		t.Fatalf("message %q shows the database's error to the caller", got.Error.Message)
+	}
 	// The thread was created (it is a thread's own request), but holds no
 	// message of the run.
 	var list struct {

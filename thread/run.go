@@ -63,6 +63,9 @@ func (r *RunRequest) Validate() error {
 	return nil
 }
 
+// errUnsaved is StartRun's error when the run could not be written.
+var errUnsaved = &checkpoint.Error{Code: "unavailable", Message: "the run could not be saved; retry the request with the same message id"}
+
 // ErrShuttingDown is returned by StartRun while the service drains.
 var ErrShuttingDown = &checkpoint.Error{Code: "unavailable", Message: "the service is shutting down; retry on another instance"}
 
@@ -224,7 +227,9 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		}
 		var coded *checkpoint.Error
 		if !errors.As(err, &coded) {
-			err = &checkpoint.Error{Code: "unavailable", Message: "the run could not be saved (" + err.Error() + "); retry the request, with the same message id"}
+			// The cause stays in the chain for the log, out of the
+			// caller's message.
+			err = fmt.Errorf("%w: %w", errUnsaved, err)
 		}
 		return nil, false, err
 	}
