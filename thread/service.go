@@ -464,11 +464,6 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 			// and the run's status commit together, so read the status
 			// first and the log again.
 			cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
-			if errors.Is(err, checkpoint.ErrNotFound) && last == 0 {
-				// A run handed out by StartRun whose start never committed.
-				return false, &checkpoint.Error{Code: "unavailable",
-					Message: fmt.Sprintf("run %s was not saved (the database failed, or its thread was deleted); retry the request", r.ID)}
-			}
 			if err != nil || !cur.Status.Done() {
 				return false, err
 			}
