@@ -3,5 +3,5 @@ package store
 // DecodeParts exposes decodeParts to the external tests.
 var DecodeParts = decodeParts
 
-// HotStatements is how many statements prepareHot prepares.
+// HotStatements is how many statements afterConnect prepares.
 var HotStatements = len(hotSQL)

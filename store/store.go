@@ -34,8 +34,7 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	// New connections come with the turn's statements prepared.
-	cfg.AfterConnect = prepareHot
+	Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -50,17 +49,25 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 // hotSQL is every statement passed to hot.
 var hotSQL []string
 
-// hot registers a statement of the turn path for prepareHot and returns it.
+// hot registers a statement of the turn path for afterConnect and returns it.
 func hot(sql string) string {
 	hotSQL = append(hotSQL, sql)
 	return sql
 }
 
-// prepareHot prepares the hot statements on a new connection, named by
-// their text, which is how pgx finds them. A statement that cannot be
-// prepared yet (the schema is not migrated) is left to pgx's statement
-// cache, so this never fails a connection.
-func prepareHot(ctx context.Context, conn *pgx.Conn) error {
+// Configure sets up the connections of a pool the store will use: Open
+// calls it, and so do tests that build their own pool.
+func Configure(cfg *pgxpool.Config) {
+	cfg.AfterConnect = afterConnect
+}
+
+// afterConnect readies a new connection: uuids move in binary, and the
+// hot statements are prepared, named by their text, which is how pgx finds
+// them. A statement that cannot be prepared yet (the schema is not
+// migrated) is left to pgx's statement cache, so this never fails a
+// connection.
+func afterConnect(ctx context.Context, conn *pgx.Conn) error {
+	registerUUID(conn.TypeMap())
 	for _, sql := range hotSQL {
 		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
 			break

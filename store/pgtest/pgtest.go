@@ -146,7 +146,12 @@ func New(t testing.TB) string {
 // Pool opens a pool to a fresh database (see New), closed when the test ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), New(t))
+	cfg, err := pgxpool.ParseConfig(New(t))
+	if err != nil {
+		t.Fatalf("pgtest: pool: %v", err)
+	}
+	store.Configure(cfg) // the connections the service uses
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}

@@ -1,0 +1,57 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestUUIDCodec: uuid.UUID values go to Postgres and back unchanged in
+// binary and text formats, as values, pointers (nil is NULL) and arrays.
+func TestUUIDCodec(t *testing.T) {
+	t.Parallel()
+	_, pool := setup(t)
+	ctx := context.Background()
+	a, b := uuid.New(), uuid.New()
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		var gotA, gotText uuid.UUID
+		var gotNil, gotPtr *uuid.UUID
+		var gotArr []uuid.UUID
+		var nilArg *uuid.UUID
+		err := pool.QueryRow(ctx, `SELECT $1::uuid, $1::uuid::text::uuid, $2::uuid, $3::uuid, ARRAY[$1::uuid, $3::uuid]`,
+			mode, a, nilArg, &b).Scan(&gotA, &gotText, &gotNil, &gotPtr, &gotArr)
+		if err != nil {
+			t.Fatalf("mode %v: %v", mode, err)
+		}
+		if gotA != a || gotText != a {
+			t.Errorf("mode %v: got %s and %s, want %s", mode, gotA, gotText, a)
+		}
+		if gotNil != nil {
+			t.Errorf("mode %v: nil pointer came back as %s, want NULL", mode, *gotNil)
+		}
+		if gotPtr == nil || *gotPtr != b {
+			t.Errorf("mode %v: pointer came back as %v, want %s", mode, gotPtr, b)
+		}
+		if !slices.Equal(gotArr, []uuid.UUID{a, b}) {
+			t.Errorf("mode %v: array came back as %v, want [%s %s]", mode, gotArr, a, b)
+		}
+		var same bool
+		if err := pool.QueryRow(ctx, `SELECT $1::uuid::text = $2`, mode, a, a.String()).Scan(&same); err != nil || !same {
+			t.Errorf("mode %v: Postgres reads the uuid as another value (same %v, err %v)", mode, same, err)
+		}
+		var null uuid.UUID
+		if err := pool.QueryRow(ctx, `SELECT NULL::uuid`, mode).Scan(&null); err == nil {
+			t.Errorf("mode %v: scanning NULL into uuid.UUID succeeded with %s, want an error", mode, null)
+		}
+		var arrText string
+		if mode == pgx.QueryExecModeSimpleProtocol {
+			continue // pgx cannot send a []uuid.UUID without a parameter type, codec or not
+		}
+		if err := pool.QueryRow(ctx, `SELECT $1::uuid[]::text`, mode, []uuid.UUID{a, b}).Scan(&arrText); err != nil || arrText != "{"+a.String()+","+b.String()+"}" {
+			t.Errorf("mode %v: array argument read as %q (err %v), want {%s,%s}", mode, arrText, err, a, b)
+		}
+	}
+}
