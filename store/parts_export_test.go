@@ -5,3 +5,10 @@ var DecodeParts = decodeParts
 
 // HotStatements is how many statements afterConnect prepares.
 var HotStatements = len(hotSQL)
+
+// Warm and Ready expose a new connection's set-up steps to the external
+// tests and benchmarks.
+var (
+	Warm  = warm
+	Ready = ready
+)

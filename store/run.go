@@ -118,11 +118,20 @@ func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
 // head and title go as one batch in one implicit transaction: one round
 // trip and one commit.
 func (s *Store) RunComplete(ctx context.Context, in thread.RunCreate, fin thread.RunFinish) error {
+	b := &pgx.Batch{}
+	if err := queueComplete(b, in, fin, s.clock()); err != nil {
+		return err
+	}
+	return s.sendBatch(ctx, b, "write run")
+}
+
+// queueComplete queues RunComplete's statements.
+func queueComplete(b *pgx.Batch, in thread.RunCreate, fin thread.RunFinish, now time.Time) error {
 	data, err := compactRecords(fin)
 	if err != nil {
 		return err
 	}
-	r, b, now := fin.Run, &pgx.Batch{}, s.clock()
+	r := fin.Run
 	queueOpen(b, in)
 	if in.User != nil {
 		queueCheckpoint(b, in.User)
@@ -138,7 +147,7 @@ func (s *Store) RunComplete(ctx context.Context, in thread.RunCreate, fin thread
 		title = &fin.Title
 	}
 	b.Queue(sqlThreadEnd, in.Thread, fin.Assistant.Seq, r.MessageID, now, title)
-	return s.sendBatch(ctx, b, "write run")
+	return nil
 }
 
 // sendBatch runs a batch as one implicit transaction and returns its first
@@ -239,9 +248,19 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 	if len(segs) == 0 {
 		return nil
 	}
-	// Raw bytes: pgx encodes a uuid.UUID through its driver.Valuer (a
-	// string per id), the hottest cost of a large group commit.
-	ids := make([][16]byte, 0, len(segs))
+	args, err := eventsArgs(segs)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, sqlEventsAppend, args...); err != nil {
+		return fmt.Errorf("append run events: %w", interpretError(err))
+	}
+	return nil
+}
+
+// eventsArgs is sqlEventsAppend's arguments for segs: one array per column.
+func eventsArgs(segs []thread.Segment) ([]any, error) {
+	ids := make([]uuid.UUID, 0, len(segs))
 	firsts := make([]int64, 0, len(segs))
 	lasts := make([]int64, 0, len(segs))
 	datas := make([][]byte, 0, len(segs))
@@ -251,18 +270,14 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 		}
 		data, err := encodeSegment(sg.Records, false, "")
 		if err != nil {
-			return fmt.Errorf("append run events: %w", err)
+			return nil, fmt.Errorf("append run events: %w", err)
 		}
-		ids = append(ids, [16]byte(sg.RunID))
+		ids = append(ids, sg.RunID)
 		firsts = append(firsts, sg.Records[0].Seq)
 		lasts = append(lasts, sg.Records[len(sg.Records)-1].Seq)
 		datas = append(datas, data)
 	}
-	_, err := s.pool.Exec(ctx, sqlEventsAppend, ids, firsts, lasts, datas)
-	if err != nil {
-		return fmt.Errorf("append run events: %w", interpretError(err))
-	}
-	return nil
+	return []any{ids, firsts, lasts, datas}, nil
 }
 
 // RunEventsAfter returns the logged records after a sequence, restoring the

@@ -61,19 +61,25 @@ func Configure(cfg *pgxpool.Config) {
 	cfg.AfterConnect = afterConnect
 }
 
-// afterConnect readies a new connection: uuids move in binary, and the
-// hot statements are prepared, named by their text, which is how pgx finds
-// them. A statement that cannot be prepared yet (the schema is not
-// migrated) is left to pgx's statement cache, so this never fails a
-// connection.
+// afterConnect readies a new connection: uuids move in binary, the hot
+// statements are prepared, and a turn is run and rolled back (warm). It
+// never fails a connection: before migrations, statements that cannot be
+// prepared are left to pgx's statement cache and the warm-up is skipped.
 func afterConnect(ctx context.Context, conn *pgx.Conn) error {
+	ready(ctx, conn)
+	_ = warm(ctx, conn)
+	return nil
+}
+
+// ready installs the uuid codec and prepares the hot statements, named by
+// their text, which is how pgx finds them.
+func ready(ctx context.Context, conn *pgx.Conn) {
 	registerUUID(conn.TypeMap())
 	for _, sql := range hotSQL {
 		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
 			break
 		}
 	}
-	return nil
 }
 
 // New wraps an existing pool.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/threadline/threadline/checkpoint"
@@ -454,26 +455,14 @@ func BenchmarkRunTurn(b *testing.B) {
 			var start, end time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				now := time.Now().UTC().Truncate(time.Microsecond)
-				user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, ParentID: parent, Role: checkpoint.RoleUser, Content: text(strings.Repeat("q", 64)),
-					Seq: th.LastSeq + 1, CreatedAt: now}
-				r := &thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
-					MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: user.Seq, CreatedAt: now}
-				user.RunID = r.ID
-				in := thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: *r}
-				first := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
+				in, fin := benchTurn(th, parent)
 				var err error
 				if !merged {
-					if _, err = s.RunCreate(ctx, in, first); err != nil {
+					if _, err = s.RunCreate(ctx, in, fin.Records[0]); err != nil {
 						b.Fatal(err)
 					}
 				}
 				t1 := time.Now()
-				recs := append([]thread.Record{first}, tokens(2, 200)...)
-				asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
-					Content: text(strings.Repeat(" abcd", 200)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
-				recs = append(recs, thread.Record{Seq: 202, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: asst.Seq})
-				fin := thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin"}
 				if merged {
 					err = s.RunComplete(ctx, in, fin)
 				} else {
@@ -484,11 +473,69 @@ func BenchmarkRunTurn(b *testing.B) {
 				}
 				start += t1.Sub(t0)
 				end += time.Since(t1)
-				th.LastSeq = asst.Seq
-				parent = asst.ID
+				th.LastSeq = fin.Assistant.Seq
+				parent = fin.Assistant.ID
 			}
 			b.ReportMetric(float64(start.Microseconds())/1000/float64(b.N), "ms/start")
 			b.ReportMetric(float64(end.Microseconds())/1000/float64(b.N), "ms/end")
+		})
+	}
+}
+
+// benchTurn is a 200-token turn under parent at the end of th, as the
+// service writes it: its start and its end.
+func benchTurn(th *thread.Thread, parent uuid.UUID) (thread.RunCreate, thread.RunFinish) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	user := &checkpoint.Node{ID: uuid.New(), ThreadID: th.ID, ParentID: parent, Role: checkpoint.RoleUser, Content: text(strings.Repeat("q", 64)),
+		Seq: th.LastSeq + 1, CreatedAt: now}
+	r := &thread.Run{ID: uuid.New(), ThreadID: th.ID, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID,
+		MessageID: uuid.New(), Model: "builtin", Owner: "test", LeaseUntil: now.Add(time.Minute), TreeSeq: user.Seq, CreatedAt: now}
+	user.RunID = r.ID
+	first := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
+	recs := append([]thread.Record{first}, tokens(2, 200)...)
+	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+		Content: text(strings.Repeat(" abcd", 200)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+	recs = append(recs, thread.Record{Seq: 202, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: asst.Seq})
+	return thread.RunCreate{Caller: th.Caller, Thread: th.ID, User: user, Run: *r},
+		thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: recs, Model: "builtin"}
+}
+
+// BenchmarkFirstTurn is the first turn (RunComplete) on a new connection,
+// with the connection set up cold (codec and prepared statements only) or
+// warmed as the service does (afterConnect).
+func BenchmarkFirstTurn(b *testing.B) {
+	for _, warmed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("warmed=%v", warmed), func(b *testing.B) {
+			s0, pool := setup(b)
+			ctx := context.Background()
+			th := newThread(b, s0, "bench")
+			parent := uuid.Nil
+			for b.Loop() {
+				b.StopTimer()
+				cfg := pool.Config().Copy()
+				cfg.MaxConns = 1
+				if !warmed {
+					cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { store.Ready(ctx, c); return nil }
+				}
+				p, err := pgxpool.NewWithConfig(ctx, cfg)
+				if err == nil {
+					err = p.Ping(ctx)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				in, fin := benchTurn(th, parent)
+				b.StartTimer()
+				err = store.New(p).RunComplete(ctx, in, fin)
+				b.StopTimer()
+				p.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				th.LastSeq = fin.Assistant.Seq
+				parent = fin.Assistant.ID
+				b.StartTimer()
+			}
 		})
 	}
 }

@@ -34,9 +34,7 @@ func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thr
 	if len(md) == 0 {
 		md = json.RawMessage(`{}`)
 	}
-	row := s.pool.QueryRow(ctx, `INSERT INTO threads (id, caller, title, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING `+threadCols,
-		t.ID, t.Caller, t.Title, md, t.CreatedAt)
+	row := s.pool.QueryRow(ctx, sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt)
 	nt, err := scanThread(row)
 	if err == nil {
 		return nt, true, nil
@@ -148,10 +146,7 @@ func (s *Store) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after 
 		var n checkpoint.Node
 		var content, status, atts []byte
 		var err error
-		// UUIDs scan as [16]byte: as uuid.UUID (an sql.Scanner) pgx would
-		// format and parse each one as text.
-		if err = r.Scan((*[16]byte)(&n.ThreadID), (*[16]byte)(&n.ID), (*[16]byte)(&n.ParentID), &n.Seq, &n.Role, &content, &status, &atts,
-			(*[16]byte)(&n.RunID), &n.CreatedAt); err != nil {
+		if err = r.Scan(&n.ThreadID, &n.ID, &n.ParentID, &n.Seq, &n.Role, &content, &status, &atts, &n.RunID, &n.CreatedAt); err != nil {
 			return n, err
 		}
 		n.CreatedAt = n.CreatedAt.UTC()
@@ -211,6 +206,8 @@ func queueCheckpoint(b *pgx.Batch, n *checkpoint.Node) {
 }
 
 var (
+	sqlThreadInsert = hot(`INSERT INTO threads (id, caller, title, metadata, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING ` + threadCols)
 	checkpointInsert = hot(`INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
 	sqlThreadGet        = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`)

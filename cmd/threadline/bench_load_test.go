@@ -80,8 +80,10 @@ func TestBenchLoadSmall(t *testing.T) {
 		t.Errorf("server_cpu_s, server_rss_peak_mb, db_growth_bytes = %v, %v, %v; want numbers for a child service",
 			r.ServerCPUS, r.ServerRSSPeakMB, r.DBGrowthBytes)
 	}
-	if r.DBGrowthBytes != nil && *r.DBGrowthBytes <= 0 {
-		t.Errorf("db_growth_bytes = %d, want > 0", *r.DBGrowthBytes)
+	// Five short runs may fit in pages the service's connection warm-ups
+	// already extended, so the growth can be zero, never negative.
+	if r.DBGrowthBytes != nil && *r.DBGrowthBytes < 0 {
+		t.Errorf("db_growth_bytes = %d, want >= 0", *r.DBGrowthBytes)
 	}
 	var sum LoadSummary
 	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {

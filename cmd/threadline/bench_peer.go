@@ -953,7 +953,8 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 		userParent = replies[mid-2]
 	}
 
-	// fork: regenerate reply mid.
+	// fork (regenerate reply mid) and edit (user message mid), in turns, so
+	// that neither always runs first after the reads above.
 	var forkMS, editMS []float64
 	nr.ForkPersistedOK, nr.EditPersistedOK = true, true
 	for i := 0; i < o.reps; i++ {
@@ -966,11 +967,8 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			nr.ForkPersistedOK = false
 			nr.PersistProblems = append(nr.PersistProblems, "fork: "+problem)
 		}
-	}
-	// edit: user message mid.
-	for i := 0; i < o.reps; i++ {
 		text := b.userText("edit")
-		r, err := b.runInProc(ctx, threadID, thread.RunRequest{
+		r, err = b.runInProc(ctx, threadID, thread.RunRequest{
 			Message:  &thread.UserMessage{Content: []checkpoint.Part{{Type: "text", Text: text}}},
 			ParentID: userParent, SourceID: userMid,
 		})
