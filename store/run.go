@@ -252,7 +252,7 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 	if err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, sqlEventsAppend, args...); err != nil {
+	if _, err := s.logPool.Exec(ctx, sqlEventsAppend, args...); err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
 	return nil

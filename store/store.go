@@ -22,10 +22,16 @@ var _ thread.Store = (*Store)(nil)
 // Store is the Postgres store.
 type Store struct {
 	pool *pgxpool.Pool
-	now  func() time.Time
+	// logPool is the group commit's own connection (Open), so that token
+	// commits never queue behind run starts for the shared pool; New uses
+	// the one pool for both.
+	logPool *pgxpool.Pool
+	now     func() time.Time
 }
 
-// Open connects a pool to databaseURL and checks that it answers.
+// Open connects a pool of maxConns connections to databaseURL, and one more
+// connection for the group commit of the run event log, and checks that
+// the database answers.
 func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -35,6 +41,8 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 		cfg.MaxConns = maxConns
 	}
 	Configure(cfg)
+	logCfg := cfg.Copy()
+	logCfg.MaxConns, logCfg.MinConns = 1, 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -43,7 +51,14 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	return New(pool), nil
+	logPool, err := pgxpool.NewWithConfig(ctx, logCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	s := New(pool)
+	s.logPool = logPool
+	return s, nil
 }
 
 // hotSQL is every statement passed to hot.
@@ -84,7 +99,7 @@ func ready(ctx context.Context, conn *pgx.Conn) {
 
 // New wraps an existing pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, now: time.Now}
+	return &Store{pool: pool, logPool: pool, now: time.Now}
 }
 
 // SetClock replaces the clock (for tests).
@@ -95,8 +110,13 @@ func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microseco
 // Pool returns the underlying pool (for readiness checks and metrics).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close closes the pools.
+func (s *Store) Close() {
+	if s.logPool != s.pool {
+		s.logPool.Close()
+	}
+	s.pool.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
