@@ -58,7 +58,10 @@ const (
 
 func (c *committer) writer(r *Run, first Record) *logWriter {
 	// The first record is committed with the run's start.
-	w := &logWriter{c: c, run: r, all: []Record{first}, taken: 1, startDone: make(chan struct{})}
+	// Room for a short reply's records: growing from one by doubling
+	// copied each run's log eight times.
+	all := append(make([]Record, 0, 64), first)
+	w := &logWriter{c: c, run: r, all: all, taken: 1, startDone: make(chan struct{})}
 	w.idle = sync.NewCond(&w.mu)
 	return w
 }
@@ -141,8 +144,8 @@ func (c *committer) loop() {
 		ws := c.pending
 		c.pending = make(map[*logWriter]struct{}, len(ws))
 		c.mu.Unlock()
-		var batch []takenRecs
-		var segs []Segment
+		batch := make([]takenRecs, 0, len(ws))
+		segs := make([]Segment, 0, len(ws))
 		for w := range ws {
 			w.mu.Lock()
 			if !w.stopped && !w.failed && w.start == startCommitted && len(w.all) > w.taken {
