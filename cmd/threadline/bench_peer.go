@@ -1083,12 +1083,15 @@ func (b *peerBench) verify(ctx context.Context, threadID uuid.UUID, r runResult,
 // comparePeer returns the peer's figures with ratios and the targets.
 func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 	p := peerFigures
-	div := func(a, b float64) float64 {
+	// Targets compare exact ratios; the JSON shows them rounded (9.96x is
+	// shown as 10 and does not meet 10x).
+	raw := func(a, b float64) float64 {
 		if b <= 0 {
 			return 0
 		}
-		return round(a/b, 1)
+		return a / b
 	}
+	div := func(a, b float64) float64 { return round(raw(a, b), 1) }
 	ratio := map[string]any{
 		"turn_ms":           div(p.TurnMS, res.TurnMS),
 		"http_turn_ms":      div(p.TurnMS, res.HTTPTurnMS),
@@ -1097,9 +1100,9 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 		"http_tokens_per_s": div(res.HTTPTokensPerS, p.TokensPerS),
 	}
 	targets := map[string]bool{
-		"turn_ms_10x":        ratio["turn_ms"].(float64) >= 10,
-		"bytes_per_turn_10x": ratio["bytes_per_turn"].(float64) >= 10,
-		"tokens_per_s_10x":   ratio["tokens_per_s"].(float64) >= 10,
+		"turn_ms_10x":        raw(p.TurnMS, res.TurnMS) >= 10,
+		"bytes_per_turn_10x": raw(p.BytesPerTurn, res.BytesPerTurn) >= 10,
+		"tokens_per_s_10x":   raw(res.TokensPerS, p.TokensPerS) >= 10,
 	}
 	byN := map[string]any{}
 	rbyN := map[string]any{}
@@ -1111,7 +1114,7 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 		key := strconv.Itoa(n)
 		byN[key] = pf
 		nr := res.ByN[key]
-		r := map[string]float64{}
+		r, exact := map[string]float64{}, map[string]float64{}
 		for k, v := range pf {
 			pv, ok := v.(float64)
 			if !ok {
@@ -1134,14 +1137,14 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 			case "thread_stored_bytes":
 				mine = float64(nr.ThreadStoredBytes)
 			}
-			r[k] = div(pv, mine)
+			r[k], exact[k] = div(pv, mine), raw(pv, mine)
 		}
 		rbyN[key] = r
 		for _, k := range []string{"get_state_ms", "fork_ms", "edit_ms", "turn_end_ms"} {
-			targets[k+"_10x_n"+key] = r[k] >= 10
+			targets[k+"_10x_n"+key] = exact[k] >= 10
 		}
-		targets["bytes_per_turn_end_10x_n"+key] = r["bytes_per_turn_end"] >= 10
-		if v, ok := r["history_ms"]; ok && n == 100 {
+		targets["bytes_per_turn_end_10x_n"+key] = exact["bytes_per_turn_end"] >= 10
+		if v, ok := exact["history_ms"]; ok && n == 100 {
 			targets["history_ms_100x_n100"] = v >= 100
 		}
 		targets["fork_persisted_ok_n"+key] = nr.ForkPersistedOK

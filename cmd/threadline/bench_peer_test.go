@@ -226,3 +226,30 @@ func TestBenchPeerFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestComparePeerExact: a target is met on the exact ratio, not on the
+// rounded one the JSON shows.
+func TestComparePeerExact(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		turnMS, forkMS float64
+		want           bool
+	}{
+		{1.22, 0.71, true},    // exactly 10x
+		{1.225, 0.715, false}, // 9.96x and 9.93x, shown as 10.0 and 9.9
+	}
+	for _, c := range cases {
+		res := &PeerResult{TurnMS: c.turnMS, BytesPerTurn: 1, TokensPerS: 1e6,
+			ByN: map[string]*NResult{"10": {ForkMS: c.forkMS}}}
+		peer, targets := comparePeer(res, []int{10})
+		if got := targets["turn_ms_10x"]; got != c.want {
+			t.Errorf("turn_ms %.3f: turn_ms_10x = %v, want %v", c.turnMS, got, c.want)
+		}
+		if got := targets["fork_ms_10x_n10"]; got != c.want {
+			t.Errorf("fork_ms %.3f: fork_ms_10x_n10 = %v, want %v", c.forkMS, got, c.want)
+		}
+		if r := peer["ratio"].(map[string]any)["turn_ms"].(float64); r != 10 {
+			t.Errorf("turn_ms %.3f: shown ratio %v, want 10 (rounded to one decimal)", c.turnMS, r)
+		}
+	}
+}
