@@ -104,6 +104,51 @@ func TestCheckpointsAreImmutable(t *testing.T) {
 	}
 }
 
+// TestThreadDeleteRemovesRunLogs: deleting a thread deletes its runs and
+// their event logs, live and compacted, and nothing of other threads.
+func TestThreadDeleteRemovesRunLogs(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	count := func(runID uuid.UUID) int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, runID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var live, done [2]uuid.UUID
+	var threads [2]*thread.Thread
+	for i := range threads {
+		th := newThread(t, s, "alice")
+		in, fin := benchTurn(th, uuid.Nil)
+		if err := s.RunComplete(ctx, in, fin); err != nil {
+			t.Fatal(err)
+		}
+		th.LastSeq = fin.Assistant.Seq
+		r, err := startRun(t, s, th, fin.Assistant.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: tokens(2, 3)}}); err != nil {
+			t.Fatal(err)
+		}
+		threads[i], done[i], live[i] = th, fin.Run.ID, r.ID
+		if count(done[i]) != 1 || count(live[i]) != 2 {
+			t.Fatalf("thread %d: %d compacted and %d live log rows, want 1 and 2", i, count(done[i]), count(live[i]))
+		}
+	}
+	if err := s.ThreadDelete(ctx, "alice", threads[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(done[0]), count(live[0]); n != 0 || m != 0 {
+		t.Errorf("deleted thread: %d compacted and %d live log rows left, want 0 and 0", n, m)
+	}
+	if n, m := count(done[1]), count(live[1]); n != 1 || m != 2 {
+		t.Errorf("other thread: %d compacted and %d live log rows, want 1 and 2", n, m)
+	}
+}
+
 func TestParentMustBeInSameThread(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)
@@ -347,7 +392,7 @@ func tokens(first int64, n int) []thread.Record {
 // BenchmarkRunEventsAppend is one group commit: runs segments of 8 tokens
 // in one statement. ns/token is the log's cost per token.
 func BenchmarkRunEventsAppend(b *testing.B) {
-	for _, runs := range []int{1, 100} {
+	for _, runs := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
 			s, _ := setup(b)
 			ctx := context.Background()
