@@ -600,9 +600,6 @@ func (s *Service) finish(f finishing) {
 		return
 	}
 	s.leaveThread(r)
-	if f.started != nil {
-		f.started <- nil
-	}
 	nt, err := tree.Append(asst)
 	if err == nil {
 		s.remember(r.ThreadID, nt)
@@ -626,6 +623,11 @@ func (s *Service) finish(f finishing) {
 	}
 	s.hub.Publish(r.ID, events...)
 	s.hub.End(r.ID)
+	if f.started != nil {
+		// Told last: the StartRun caller's FollowRun then finds the whole
+		// run in its subscription instead of waiting to be woken again.
+		f.started <- nil
+	}
 	if s.cfg.OnRunEnd != nil {
 		s.cfg.OnRunEnd(status)
 	}
