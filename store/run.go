@@ -87,8 +87,17 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 	return &r, nil
 }
 
-// queueOpen queues threadline_run_open for a run.
+// queueOpen queues threadline_run_open for a run, after the thread's
+// creation when the run creates it. An id that exists by then is left as
+// it is, and threadline_run_open checks it (another caller's: not_found).
 func queueOpen(b *pgx.Batch, in thread.RunCreate) {
+	if t := in.Create; t != nil {
+		md := t.Metadata
+		if len(md) == 0 {
+			md = json.RawMessage(`{}`)
+		}
+		b.Queue(sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt)
+	}
 	want, parent := in.Run.TreeSeq, in.Run.ParentID
 	var message *uuid.UUID
 	if in.User != nil {

@@ -643,3 +643,43 @@ func TestRunWriteGuards(t *testing.T) {
 		t.Fatalf("log after RunComplete: got %v (%v), want %v", log, err, recs)
 	}
 }
+
+// TestRunCreatesThread: a run's write creates the thread it names
+// (RunCreate.Create), leaves an existing thread of the same caller as it
+// is, and refuses another caller's with not_found, writing nothing.
+func TestRunCreatesThread(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	fresh := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now, UpdatedAt: now}
+	in, fin := benchTurn(fresh, uuid.Nil)
+	in.Create = fresh
+	if err := s.RunComplete(ctx, in, fin); err != nil {
+		t.Fatalf("RunComplete creating the thread: %v", err)
+	}
+	th, err := s.ThreadGet(ctx, "alice", fresh.ID)
+	if err != nil || th.LastSeq != 2 || !th.CreatedAt.Equal(now) {
+		t.Fatalf("created thread: got %+v (%v), want alice's with 2 messages, created at %v", th, err, now)
+	}
+	// The same caller's existing thread (a concurrent creator won): kept.
+	in, fin = benchTurn(th, fin.Assistant.ID)
+	in.Create = &thread.Thread{ID: th.ID, Caller: "alice", CreatedAt: now.Add(time.Hour), UpdatedAt: now.Add(time.Hour)}
+	if _, err := s.RunCreate(ctx, in, fin.Records[0]); err != nil {
+		t.Fatalf("RunCreate on an existing thread with Create set: %v", err)
+	}
+	if th2, err := s.ThreadGet(ctx, "alice", th.ID); err != nil || !th2.CreatedAt.Equal(now) || th2.LastSeq != 3 {
+		t.Fatalf("existing thread: got %+v (%v), want created at %v with 3 messages", th2, err, now)
+	}
+	// Another caller's id.
+	mallory := &thread.Thread{ID: th.ID, Caller: "mallory", LastSeq: 0, CreatedAt: now, UpdatedAt: now}
+	in, fin = benchTurn(mallory, uuid.Nil)
+	in.Create = mallory
+	if err := s.RunComplete(ctx, in, fin); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+		t.Fatalf("RunComplete on another caller's id: got %v, want not_found", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoints WHERE thread_id = $1`, th.ID).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("alice's thread after mallory's refused run: %d messages (%v), want 3", n, err)
+	}
+}

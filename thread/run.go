@@ -3,6 +3,7 @@ package thread
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -135,7 +136,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		// refusal but a busy thread may come from a stale tree (another
 		// process appended, or deleted the thread), so it is retried
 		// from the database.
-		run, existing, err := s.startRun(ctx, caller, th, tree, req, model, modelName)
+		run, existing, err := s.startRun(ctx, caller, th, tree, req, model, modelName, false)
 		if err == nil || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress {
 			return run, existing, err
 		}
@@ -143,7 +144,20 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	}
 	th, err := s.store.ThreadGet(ctx, caller, threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		th, _, err = s.CreateThread(ctx, caller, threadID, nil)
+		// A new thread: the run's first write creates it. If that is
+		// refused (the id was taken meanwhile, by this caller or another),
+		// the thread is read again below.
+		now := s.now()
+		th = &Thread{ID: threadID, Caller: caller, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+		run, existing, err := s.startRun(ctx, caller, th, &checkpoint.Tree{}, req, model, modelName, true)
+		if err == nil {
+			s.own(th)
+			return run, existing, nil
+		}
+		if code := checkpoint.ErrorCode(err); code == checkpoint.ERunInProgress || code == "unavailable" || code == checkpoint.EInvalid {
+			return nil, false, err
+		}
+		th, err = s.store.ThreadGet(ctx, caller, threadID)
 	}
 	if err != nil {
 		return nil, false, err
@@ -152,12 +166,13 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	if err != nil {
 		return nil, false, err
 	}
-	return s.startRun(ctx, caller, th, tree, req, model, modelName)
+	return s.startRun(ctx, caller, th, tree, req, model, modelName, false)
 }
 
-// startRun is StartRun on a thread whose tree is known.
+// startRun is StartRun on a thread whose tree is known; create says the
+// thread does not exist yet and the run's write creates it.
 func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree *checkpoint.Tree, req RunRequest,
-	model Model, modelName string) (*Run, bool, error) {
+	model Model, modelName string, create bool) (*Run, bool, error) {
 	threadID := th.ID
 	var user *checkpoint.Node
 	if m := req.Message; m != nil {
@@ -213,7 +228,11 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		mreq = ModelRequest{}
 		model = failingModel{err: err}
 	}
-	started := s.launch(th, user, created, tree, model, mreq, RunCreate{Caller: caller, Thread: threadID, User: user, Run: r})
+	in := RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}
+	if create {
+		in.Create = th
+	}
+	started := s.launch(th, user, created, tree, model, mreq, in)
 	if err := <-started; err != nil {
 		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
 			// A concurrent retry with the same message id won the race.

@@ -23,8 +23,13 @@ type countingStore struct {
 	*store.Store
 	mu                               sync.Mutex
 	commits, finishes, plainFinishes int
-	appends, threadGets              int
+	appends, threadGets, creates     int
 	failCommit, failFinish           bool
+}
+
+func (c *countingStore) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thread, bool, error) {
+	c.count(&c.creates)
+	return c.Store.ThreadCreate(ctx, t)
 }
 
 func (c *countingStore) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
@@ -245,8 +250,8 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 		first <- result{r, err}
 	}()
 	<-g.started // the first model runs; nothing of its run is written
-	if th, err := cs.Store.ThreadGet(ctx, "local", tid); err != nil || th.LastSeq != 0 {
-		t.Fatalf("thread while the first run lingers: got %+v (%v), want it empty", th, err)
+	if th, err := cs.Store.ThreadGet(ctx, "local", tid); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("thread while the first run lingers: got %+v (%v), want not_found (its run's write creates it)", th, err)
 	}
 	_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again")})
 	var e *checkpoint.Error
@@ -349,8 +354,8 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	if got := len(s5.View().Children(leaf(s2).ID)); got != 2 {
 		t.Fatalf("branches under the second reply: got %d, want 2", got)
 	}
-	if _, _, err := a.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("x"), ParentID: leaf(s5).ID}); checkpoint.ErrorCode(err) != checkpoint.EConflict {
-		t.Fatalf("another caller's run on a cached thread: got %v, want conflict (the id is taken)", err)
+	if _, _, err := a.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("x"), ParentID: leaf(s5).ID}); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+		t.Fatalf("another caller's run on a cached thread: got %v, want not_found (the thread is not theirs)", err)
 	}
 	// Deleted and recreated elsewhere: a's cache is wrong about every node.
 	if err := b.DeleteThread(ctx, "local", tid); err != nil {
@@ -360,5 +365,63 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	s7 := run(t, a, tid, thread.RunRequest{Message: msg("again"), ParentID: leaf(s6).ID})
 	if got := len(s7.View().Path(s7.Head)); got != 4 {
 		t.Fatalf("path on the recreated thread: got %d messages, want 4", got)
+	}
+}
+
+// TestNewThreadIsCreatedByItsFirstRun: a run on a thread id that does not
+// exist creates the thread in the run's own write (no commit of its own),
+// whether the run is written whole or its start first; a run that cannot
+// be saved leaves no thread; another caller cannot use the id.
+func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name                 string
+		linger               time.Duration
+		failCommit, failFin  bool
+		wantCommits, wantFin int
+	}{
+		{name: "written whole", linger: time.Hour, wantFin: 1},
+		{name: "start first", linger: -1, wantCommits: 1},
+		{name: "not saved", linger: time.Hour, failFin: true, wantFin: 1},
+		{name: "start not saved", linger: -1, failCommit: true, wantCommits: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			svc, cs := startSetup(t, &recorder{}, tc.linger)
+			cs.failCommit, cs.failFinish = tc.failCommit, tc.failFin
+			tid := uuid.New()
+			r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("hello there")})
+			saved := !tc.failCommit && !tc.failFin
+			if saved != (err == nil) {
+				t.Fatalf("StartRun: got %v, want an error %v", err, !saved)
+			}
+			if saved {
+				if evs, err := follow(t, svc, r); err != nil || !evs[len(evs)-1].Final() {
+					t.Fatalf("follow: %v", err)
+				}
+			}
+			th, err := cs.Store.ThreadGet(ctx, "local", tid)
+			switch {
+			case saved && (err != nil || th.LastSeq != 2 || th.Title == nil || *th.Title != "hello there"):
+				t.Fatalf("thread after its first run: got %+v (%v), want 2 messages, titled %q", th, err, "hello there")
+			case !saved && !errors.Is(err, checkpoint.ErrNotFound):
+				t.Fatalf("thread after an unsaved first run: got %+v (%v), want not_found", th, err)
+			}
+			cs.mu.Lock()
+			creates, commits, fins := cs.creates, cs.commits, cs.finishes
+			cs.mu.Unlock()
+			if creates != 0 || commits != tc.wantCommits || fins != tc.wantFin {
+				t.Fatalf("writes: %d thread creations, %s; want no creation, %d start commits and %d merged finishes",
+					creates, cs.counts(), tc.wantCommits, tc.wantFin)
+			}
+			if !saved {
+				return
+			}
+			_, _, err = svc.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("mine")})
+			if !errors.Is(err, checkpoint.ErrNotFound) {
+				t.Fatalf("another caller's run on the id: got %v, want not_found", err)
+			}
+		})
 	}
 }

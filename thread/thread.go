@@ -174,6 +174,10 @@ type RunCreate struct {
 	// filled by the store.
 	User *checkpoint.Node
 	Run  Run
+	// Create, when set, is a thread the caller named but that did not
+	// exist: the write creates it first unless the id exists by then. A
+	// new conversation's first run then costs one commit, not two.
+	Create *Thread
 }
 
 // RunFinish is what the store writes atomically when a run ends: the
