@@ -230,22 +230,25 @@ type peerBench struct {
 
 // NResult is the per-N part of the result.
 type NResult struct {
-	GetStateMS        float64  `json:"get_state_ms"`
-	GetStateWarmMS    float64  `json:"get_state_warm_ms"`
-	HTTPGetStateMS    float64  `json:"http_get_state_ms"`
-	HistoryMS         float64  `json:"history_ms"`
-	HistoryWarmMS     float64  `json:"history_warm_ms"`
-	ForkMS            float64  `json:"fork_ms"`
-	EditMS            float64  `json:"edit_ms"`
-	ForkPersistedOK   bool     `json:"fork_persisted_ok"`
-	EditPersistedOK   bool     `json:"edit_persisted_ok"`
-	ThreadStoredBytes int64    `json:"thread_stored_bytes"`
-	ThreadRowBytes    int64    `json:"thread_row_bytes"`
-	BuildTurnMS       float64  `json:"build_turn_ms"`
-	TurnEndMS         float64  `json:"turn_end_ms"`
-	BytesPerTurnEnd   float64  `json:"bytes_per_turn_end"`
-	Checkpoints       int      `json:"checkpoints"`
-	PersistProblems   []string `json:"persist_problems,omitempty"`
+	GetStateMS      float64 `json:"get_state_ms"`
+	GetStateWarmMS  float64 `json:"get_state_warm_ms"`
+	HTTPGetStateMS  float64 `json:"http_get_state_ms"`
+	HistoryMS       float64 `json:"history_ms"`
+	HistoryWarmMS   float64 `json:"history_warm_ms"`
+	ForkMS          float64 `json:"fork_ms"`
+	EditMS          float64 `json:"edit_ms"`
+	ForkPersistedOK bool    `json:"fork_persisted_ok"`
+	// ForkEditBreakdown is the store calls of the forks and edits, per
+	// fork or edit (count, ms), and their mean time.
+	ForkEditBreakdown map[string]any `json:"fork_edit_breakdown"`
+	EditPersistedOK   bool           `json:"edit_persisted_ok"`
+	ThreadStoredBytes int64          `json:"thread_stored_bytes"`
+	ThreadRowBytes    int64          `json:"thread_row_bytes"`
+	BuildTurnMS       float64        `json:"build_turn_ms"`
+	TurnEndMS         float64        `json:"turn_end_ms"`
+	BytesPerTurnEnd   float64        `json:"bytes_per_turn_end"`
+	Checkpoints       int            `json:"checkpoints"`
+	PersistProblems   []string       `json:"persist_problems,omitempty"`
 }
 
 // PeerResult is the JSON object the bench prints last.
@@ -957,6 +960,7 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 	// that neither always runs first after the reads above.
 	var forkMS, editMS []float64
 	nr.ForkPersistedOK, nr.EditPersistedOK = true, true
+	b.timed.reset()
 	for i := 0; i < o.reps; i++ {
 		r, err := b.runInProc(ctx, threadID, thread.RunRequest{ParentID: userMid, SourceID: replyMid})
 		if err != nil {
@@ -982,8 +986,9 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 		}
 	}
 	nr.ForkMS, nr.EditMS = round(median(forkMS), 3), round(median(editMS), 3)
-	progress("N=%d: mid %d: fork_ms %.3f (%s) persisted %v; edit_ms %.3f (%s) persisted %v",
-		n, mid, nr.ForkMS, fmtList(forkMS), nr.ForkPersistedOK, nr.EditMS, fmtList(editMS), nr.EditPersistedOK)
+	nr.ForkEditBreakdown = b.timed.perTurn(len(forkMS)+len(editMS), sum(forkMS)+sum(editMS))
+	progress("N=%d: mid %d: fork_ms %.3f (%s) persisted %v; edit_ms %.3f (%s) persisted %v; store calls per fork or edit (count, ms): %s",
+		n, mid, nr.ForkMS, fmtList(forkMS), nr.ForkPersistedOK, nr.EditMS, fmtList(editMS), nr.EditPersistedOK, fmtBreakdown(nr.ForkEditBreakdown))
 	for _, p := range nr.PersistProblems {
 		progress("N=%d: NOT PERSISTED AS STREAMED: %s", n, p)
 	}
@@ -1037,7 +1042,8 @@ func (b *peerBench) verify(ctx context.Context, threadID uuid.UUID, r runResult,
 	} else if streamed.Text() != r.text || streamed.ParentID != wantParent {
 		bad("the final snapshot's message %s differs from the tokens or parent", id)
 	}
-	snap, err := b.newService().Snapshot(ctx, peerCaller, threadID)
+	// Untimed, so that the store breakdown holds the runs only.
+	snap, err := thread.New(b.st, stream.New[thread.Event](16), b.models, b.st, thread.Config{Logger: b.log}).Snapshot(ctx, peerCaller, threadID)
 	if err != nil {
 		return "read back: " + err.Error()
 	}
