@@ -111,6 +111,46 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
+// BenchmarkFork regenerates the reply in the middle of a thread of N turns
+// (a sibling of it, under the same user message) and drains the run to its
+// final, durable snapshot: what bench peer's fork_ms measures, repeated.
+func BenchmarkFork(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			svc, _ := benchService(b, 200)
+			tid := uuid.New()
+			var leaf uuid.UUID
+			var users []uuid.UUID
+			for range n {
+				leaf, _ = turn(b, svc, tid, leaf)
+				snap, err := svc.Snapshot(context.Background(), "local", tid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				users = append(users, snap.Tree.Get(leaf).ParentID)
+			}
+			mid := users[(n+1)/2-1]
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{ParentID: mid})
+				if err != nil {
+					b.Fatalf("StartRun: %v", err)
+				}
+				var final *thread.Snapshot
+				if err := svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+					if ev.Final() {
+						final = ev.Snapshot
+					}
+					return nil
+				}); err != nil || final == nil || final.RunStatus != thread.RunSucceeded {
+					b.Fatalf("FollowRun: final %v, err %v", final, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkStream is one run of 10,000 tokens through the log and the hub
 // to one consumer; tokens/s is counted at the consumer.
 func BenchmarkStream(b *testing.B) {
