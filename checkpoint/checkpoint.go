@@ -550,8 +550,7 @@ func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
 	return path, repo
 }
 
-// MarshalParts encodes content parts for storage.
+// MarshalParts encodes content parts for storage, as encoding/json does.
 func MarshalParts(p []Part) []byte {
-	b, _ := json.Marshal(p)
-	return b
+	return appendParts(nil, p)
 }

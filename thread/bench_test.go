@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
@@ -167,4 +168,44 @@ func BenchmarkStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(got)/b.Elapsed().Seconds(), "tokens/s")
 	d.report(b)
+}
+
+// BenchmarkSnapshotJSON encodes a final snapshot event of a thread of N
+// turns (2N messages, the path to the last one and the whole repository):
+// what every run's stream sends twice.
+func BenchmarkSnapshotJSON(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			tid := uuid.New()
+			var nodes []checkpoint.Node
+			parent := uuid.Nil
+			for i := range 2 * n {
+				node := checkpoint.Node{ID: uuid.New(), ThreadID: tid, ParentID: parent, Seq: int64(i + 1), Role: checkpoint.RoleUser,
+					Content: []checkpoint.Part{{Type: "text", Text: strings.Repeat("q", 64)}}, CreatedAt: time.Now().UTC()}
+				if i%2 == 1 {
+					node.Role, node.RunID = checkpoint.RoleAssistant, uuid.New()
+					node.Content = []checkpoint.Part{{Type: "text", Text: strings.Repeat(" abcd", 200)}}
+					node.Status = &checkpoint.Status{Type: "complete", Reason: "stop"}
+				}
+				nodes = append(nodes, node)
+				parent = node.ID
+			}
+			tree, err := checkpoint.NewTree(nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev := thread.Event{Type: thread.KindSnapshot, RunID: uuid.New(), Sequence: 202,
+				Snapshot: &thread.Snapshot{ThreadID: tid, RunStatus: thread.RunSucceeded, Tree: tree, Head: parent}}
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				out, err := ev.MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(out)
+			}
+			b.ReportMetric(float64(size), "bytes/event")
+		})
+	}
 }

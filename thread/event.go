@@ -2,6 +2,7 @@ package thread
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
@@ -79,17 +80,34 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Code     string    `json:"code"`
 		}{e.Type, e.RunID, e.Sequence, e.Text, e.Code})
 	}
+	// A snapshot holds the whole tree: written by hand, byte for byte what
+	// encoding/json would write (tested), which re-validates every nested
+	// message's output.
 	cp, path, repo := e.Snapshot.Export()
-	return json.Marshal(struct {
-		Type              string                `json:"type"`
-		RunID             uuid.UUID             `json:"run_id"`
-		Sequence          int64                 `json:"sequence"`
-		ThreadID          uuid.UUID             `json:"thread_id"`
-		CheckpointID      *uuid.UUID            `json:"checkpoint_id"`
-		RunStatus         RunStatus             `json:"run_status"`
-		Messages          []checkpoint.Message  `json:"messages"`
-		MessageRepository checkpoint.Repository `json:"messageRepository"`
-	}{e.Type, e.RunID, e.Sequence, e.Snapshot.ThreadID, cp, e.Snapshot.RunStatus, path, repo})
+	size := 512
+	for i := range repo.Messages {
+		for _, p := range repo.Messages[i].Message.Content {
+			size += 400 + len(p.Text) + len(p.Image)
+		}
+	}
+	b := make([]byte, 0, size+size*len(path)/max(len(repo.Messages), 1))
+	b = append(b, `{"type":`...)
+	b = checkpoint.AppendJSONString(b, e.Type)
+	b = append(b, `,"run_id":"`...)
+	b = checkpoint.AppendUUID(b, e.RunID)
+	b = append(b, `","sequence":`...)
+	b = strconv.AppendInt(b, e.Sequence, 10)
+	b = append(b, `,"thread_id":"`...)
+	b = checkpoint.AppendUUID(b, e.Snapshot.ThreadID)
+	b = append(b, `","checkpoint_id":`...)
+	b = checkpoint.AppendJSONUUID(b, cp)
+	b = append(b, `,"run_status":`...)
+	b = checkpoint.AppendJSONString(b, string(e.Snapshot.RunStatus))
+	b = append(b, `,"messages":`...)
+	b = checkpoint.AppendMessages(b, path)
+	b = append(b, `,"messageRepository":`...)
+	b = repo.AppendJSON(b)
+	return append(b, '}'), nil
 }
 
 // ThreadSnapshot is GET /threads/{id}/messages.
