@@ -174,4 +174,3 @@ func (r *Repository) AppendJSON(b []byte) []byte {
 	}
 	return append(b, '}')
 }
-
