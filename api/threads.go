@@ -152,7 +152,13 @@ func (s *Server) getMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, snap)
+	// Written as MarshalJSON made it: c.JSON would validate and copy a
+	// long thread's tree once more.
+	b, err := snap.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, append(b, '\n'))
 }
 
 func (s *Server) putHead(c echo.Context) error {

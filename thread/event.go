@@ -84,13 +84,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	// encoding/json would write (tested), which re-validates every nested
 	// message's output.
 	cp, path, repo := e.Snapshot.Export()
-	size := 512
-	for i := range repo.Messages {
-		for _, p := range repo.Messages[i].Message.Content {
-			size += 400 + len(p.Text) + len(p.Image)
-		}
-	}
-	b := make([]byte, 0, size+size*len(path)/max(len(repo.Messages), 1))
+	b := make([]byte, 0, treeSize(path, repo))
 	b = append(b, `{"type":`...)
 	b = checkpoint.AppendJSONString(b, e.Type)
 	b = append(b, `,"run_id":"`...)
@@ -103,11 +97,28 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	b = checkpoint.AppendJSONUUID(b, cp)
 	b = append(b, `,"run_status":`...)
 	b = checkpoint.AppendJSONString(b, string(e.Snapshot.RunStatus))
+	b = appendTree(b, path, repo)
+	return append(b, '}'), nil
+}
+
+// treeSize guesses the encoded size of a path and repository, so that
+// one allocation holds them.
+func treeSize(path []checkpoint.Message, repo checkpoint.Repository) int {
+	size := 512
+	for i := range repo.Messages {
+		for _, p := range repo.Messages[i].Message.Content {
+			size += 400 + len(p.Text) + len(p.Image)
+		}
+	}
+	return size + size*len(path)/max(len(repo.Messages), 1)
+}
+
+// appendTree appends the "messages" and "messageRepository" members.
+func appendTree(b []byte, path []checkpoint.Message, repo checkpoint.Repository) []byte {
 	b = append(b, `,"messages":`...)
 	b = checkpoint.AppendMessages(b, path)
 	b = append(b, `,"messageRepository":`...)
-	b = repo.AppendJSON(b)
-	return append(b, '}'), nil
+	return repo.AppendJSON(b)
 }
 
 // ThreadSnapshot is GET /threads/{id}/messages.
@@ -127,11 +138,23 @@ type ActiveRun struct {
 // MarshalJSON writes the API.md thread snapshot.
 func (s *ThreadSnapshot) MarshalJSON() ([]byte, error) {
 	cp, path, repo := s.Export()
-	return json.Marshal(struct {
-		ThreadID          uuid.UUID             `json:"thread_id"`
-		CheckpointID      *uuid.UUID            `json:"checkpoint_id"`
-		Messages          []checkpoint.Message  `json:"messages"`
-		MessageRepository checkpoint.Repository `json:"messageRepository"`
-		ActiveRun         *ActiveRun            `json:"active_run"`
-	}{s.ThreadID, cp, path, repo, s.ActiveRun})
+	b := make([]byte, 0, treeSize(path, repo))
+	b = append(b, `{"thread_id":"`...)
+	b = checkpoint.AppendUUID(b, s.ThreadID)
+	b = append(b, `","checkpoint_id":`...)
+	b = checkpoint.AppendJSONUUID(b, cp)
+	b = appendTree(b, path, repo)
+	b = append(b, `,"active_run":`...)
+	if a := s.ActiveRun; a == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"run_id":"`...)
+		b = checkpoint.AppendUUID(b, a.RunID)
+		b = append(b, `","message_id":"`...)
+		b = checkpoint.AppendUUID(b, a.MessageID)
+		b = append(b, `","sequence":`...)
+		b = strconv.AppendInt(b, a.Sequence, 10)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
 }
