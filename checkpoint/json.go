@@ -65,18 +65,24 @@ func (p *Part) appendJSON(b []byte) []byte {
 	return append(b, q...)
 }
 
-func appendParts(b []byte, parts []Part) []byte {
-	if parts == nil {
+// appendArray appends xs as a JSON array (null when nil), each element
+// by appendOne.
+func appendArray[T any](b []byte, xs []T, appendOne func([]byte, *T) []byte) []byte {
+	if xs == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i := range parts {
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = parts[i].appendJSON(b)
+		b = appendOne(b, &xs[i])
 	}
 	return append(b, ']')
+}
+
+func appendParts(b []byte, parts []Part) []byte {
+	return appendArray(b, parts, func(b []byte, p *Part) []byte { return p.appendJSON(b) })
 }
 
 // AppendJSON appends the message as encoding/json writes it.
@@ -138,17 +144,7 @@ func (m *Message) AppendJSON(b []byte) []byte {
 
 // AppendMessages appends a message list as encoding/json writes it.
 func AppendMessages(b []byte, ms []Message) []byte {
-	if ms == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i := range ms {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = ms[i].AppendJSON(b)
-	}
-	return append(b, ']')
+	return appendArray(b, ms, func(b []byte, m *Message) []byte { return m.AppendJSON(b) })
 }
 
 // AppendJSON appends the repository as encoding/json writes it.
@@ -156,21 +152,12 @@ func (r *Repository) AppendJSON(b []byte) []byte {
 	b = append(b, `{"headId":`...)
 	b = AppendJSONUUID(b, r.HeadID)
 	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"message":`...)
-			b = r.Messages[i].Message.AppendJSON(b)
-			b = append(b, `,"parentId":`...)
-			b = AppendJSONUUID(b, r.Messages[i].ParentID)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, r.Messages, func(b []byte, it *RepositoryItem) []byte {
+		b = append(b, `{"message":`...)
+		b = it.Message.AppendJSON(b)
+		b = append(b, `,"parentId":`...)
+		b = AppendJSONUUID(b, it.ParentID)
+		return append(b, '}')
+	})
 	return append(b, '}')
 }
