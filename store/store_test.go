@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"flag"
 	"errors"
 	"fmt"
 	"strings"
@@ -681,5 +682,33 @@ func TestRunCreatesThread(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoints WHERE thread_id = $1`, th.ID).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("alice's thread after mallory's refused run: %d messages (%v), want 3", n, err)
+	}
+}
+
+// BenchmarkCommitAfterIdle measures this machine rather than the store: a
+// one-row insert and commit after the connection sat idle for a while (the
+// idle time is not counted). On a virtual machine, waking an idle CPU and
+// flushing the WAL after a pause both cost more than back to back, and a
+// chat's turns come seconds apart.
+func BenchmarkCommitAfterIdle(b *testing.B) {
+	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), "Idle") {
+		b.Skip("it sleeps for minutes at the default -benchtime: select it by name, with -benchtime 40x")
+	}
+	_, pool := setup(b)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE idle_probe (x int)`); err != nil {
+		b.Fatal(err)
+	}
+	for _, idle := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 200 * time.Millisecond} {
+		b.Run(fmt.Sprintf("idle=%v", idle), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(idle)
+				b.StartTimer()
+				if _, err := pool.Exec(ctx, `INSERT INTO idle_probe VALUES (1)`); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
