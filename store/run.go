@@ -87,6 +87,19 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 	return &r, nil
 }
 
+// RunCreateAll writes several runs' starts in one batch and one implicit
+// transaction; see thread.Store. Any refusal fails them all.
+func (s *Store) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts []thread.Record) error {
+	b := &pgx.Batch{}
+	for i, in := range ins {
+		queueOpen(b, in)
+		if err := queueStart(b, in, firsts[i]); err != nil {
+			return err
+		}
+	}
+	return s.sendBatch(ctx, b, "start runs")
+}
+
 // queueOpen queues threadline_run_open for a run, after the thread's
 // creation when the run creates it. An id that exists by then is left as
 // it is, and threadline_run_open checks it (another caller's: not_found).

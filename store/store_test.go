@@ -2,8 +2,8 @@ package store_test
 
 import (
 	"context"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -710,5 +710,39 @@ func BenchmarkCommitAfterIdle(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunCreateAll: several starts in one write; one refusal writes none.
+func TestRunCreateAll(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	var ins []thread.RunCreate
+	var firsts []thread.Record
+	for range 3 {
+		th := newThread(t, s, "alice")
+		in, fin := benchTurn(th, uuid.Nil)
+		ins, firsts = append(ins, in), append(firsts, fin.Records[0])
+	}
+	bad := ins[1]
+	bad.Run.TreeSeq, bad.User = 7, &checkpoint.Node{ID: uuid.New(), ThreadID: bad.Thread, Role: checkpoint.RoleUser, Content: text("x"), Seq: 7}
+	bad.Run.ID, bad.Run.UserMessageID, bad.Run.ParentID = uuid.New(), bad.User.ID, bad.User.ID
+	err := s.RunCreateAll(ctx, []thread.RunCreate{ins[0], bad, ins[2]}, firsts)
+	if checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Fatalf("RunCreateAll with a stale start: got %v, want conflict", err)
+	}
+	for _, in := range []thread.RunCreate{ins[0], ins[2]} {
+		if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+			t.Fatalf("run of a refused batch: got %v, want not_found", err)
+		}
+	}
+	if err := s.RunCreateAll(ctx, ins, firsts); err != nil {
+		t.Fatalf("RunCreateAll: %v", err)
+	}
+	for _, in := range ins {
+		if r, err := s.RunGet(ctx, in.Thread, in.Run.ID); err != nil || r.Status != thread.RunRunning || r.LastSequence != 1 {
+			t.Fatalf("started run: %+v (%v), want running at sequence 1", r, err)
+		}
 	}
 }

@@ -471,9 +471,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and is written whole
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := s.store.RunCreate(ctx, in, firstRec)
-		cancel()
+		err := s.starts.start(in, firstRec)
 		if err != nil {
 			// Refused or not saved: nothing of the run exists. Free the
 			// thread before the caller hears of it.

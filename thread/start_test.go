@@ -425,3 +425,114 @@ func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
 		})
 	}
 }
+
+// heldStore holds the first single start until released, so that the
+// starts that come meanwhile queue behind it; it records the writes of
+// several starts and can refuse them.
+type heldStore struct {
+	*store.Store
+	hold    chan struct{}
+	once    sync.Once
+	entered chan struct{}
+	mu      sync.Mutex
+	singles int
+	alls    []int // the size of each RunCreateAll
+	failAll bool
+}
+
+func (h *heldStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	h.mu.Lock()
+	h.singles++
+	h.mu.Unlock()
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.hold
+	})
+	return h.Store.RunCreate(ctx, in, first)
+}
+
+func (h *heldStore) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts []thread.Record) error {
+	h.mu.Lock()
+	h.alls = append(h.alls, len(ins))
+	fail := h.failAll
+	h.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return h.Store.RunCreateAll(ctx, ins, firsts)
+}
+
+// TestStartsShareAWrite: starts whose linger runs out while another start
+// is being written go to the database together, in one write; when that
+// write is refused, each is written alone. Every run starts either way.
+func TestStartsShareAWrite(t *testing.T) {
+	t.Parallel()
+	for _, failAll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused=%v", failAll), func(t *testing.T) {
+			t.Parallel()
+			g := newGated()
+			hs := &heldStore{Store: store.New(pgtest.Pool(t)), hold: make(chan struct{}), entered: make(chan struct{}), failAll: failAll}
+			svc := thread.New(hs, stream.New[thread.Event](64), models{m: g}, hs.Store, thread.Config{StartLinger: time.Millisecond})
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				svc.Shutdown(ctx)
+			})
+			ctx := context.Background()
+			const n = 5
+			type result struct {
+				r   *thread.Run
+				err error
+			}
+			results := make(chan result, n)
+			startOne := func() {
+				r, _, err := svc.StartRun(ctx, "local", uuid.New(), thread.RunRequest{Message: msg("q")})
+				results <- result{r, err}
+			}
+			go startOne()
+			<-hs.entered // the first start's write is held
+			for range n - 1 {
+				go startOne()
+			}
+			// The other starts' lingers run out and they queue; then the
+			// first write goes through and the queue follows.
+			deadline := time.Now().Add(10 * time.Second)
+			for thread.PendingStarts(svc) < n-1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d starts pending after 10 s, want %d", thread.PendingStarts(svc), n-1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(hs.hold)
+			var runs []*thread.Run
+			for range n {
+				res := <-results
+				if res.err != nil {
+					t.Fatalf("StartRun: %v", res.err)
+				}
+				runs = append(runs, res.r)
+			}
+			hs.mu.Lock()
+			singles, alls := hs.singles, append([]int(nil), hs.alls...)
+			hs.mu.Unlock()
+			wantSingles := 1
+			if failAll {
+				wantSingles = n
+			}
+			if len(alls) != 1 || alls[0] != n-1 || singles != wantSingles {
+				t.Fatalf("writes: %d single starts and batches of %v; want %d single and one batch of %d", singles, alls, wantSingles, n-1)
+			}
+			close(g.release)
+			for _, r := range runs {
+				evs, err := follow(t, svc, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSequence(t, evs, 4)
+				if got, err := hs.Store.RunGet(ctx, r.ThreadID, r.ID); err != nil || got.Status != thread.RunSucceeded {
+					t.Fatalf("run after its stream: %+v (%v), want succeeded", got, err)
+				}
+			}
+		})
+	}
+}

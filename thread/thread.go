@@ -224,6 +224,12 @@ type Store interface {
 	// message id already exists or the thread grew past in.Run.TreeSeq;
 	// invalid_fork when the parent is not in the thread.
 	RunCreate(ctx context.Context, in RunCreate, first Record) (*Run, error)
+
+	// RunCreateAll writes the starts of several runs, each as RunCreate
+	// would and firsts[i] the first record of ins[i], in one round trip and
+	// one commit. It is all or nothing: any refusal returns its error and
+	// writes nothing.
+	RunCreateAll(ctx context.Context, ins []RunCreate, firsts []Record) error
 	// RunComplete writes a whole run at once, in its final state, in one
 	// transaction: RunCreate's checks, the user message, the ended run,
 	// the reply, the compacted log and the thread's new end, head and
