@@ -119,11 +119,18 @@ func (w *logWriter) add(rec Record) {
 	}
 }
 
-// stop waits for the writer's commit in flight and returns the records that
-// are not durable yet; the run's final transaction writes them.
+// stop waits until the group commit has written every record added so far
+// (or failed), then for the writer's commit in flight, and returns the
+// records that are not durable yet; the run's final transaction writes
+// them. Draining first sends a run's last tokens out with the other runs'
+// next commit, on the log's own connection, instead of behind the run's
+// final transaction, which waits for the shared pool.
 func (w *logWriter) stop() []Record {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for w.start == startCommitted && !w.failed && (w.inflight || w.taken < len(w.all)) {
+		w.idle.Wait() // pending records are queued: the commit broadcasts
+	}
 	w.stopped = true
 	for w.inflight {
 		w.idle.Wait()

@@ -536,3 +536,64 @@ func TestStartsShareAWrite(t *testing.T) {
 		})
 	}
 }
+
+// tailStore records how far the group commit had written a run's log when
+// the run's final write began.
+type tailStore struct {
+	*store.Store
+	mu              sync.Mutex
+	appended        int64 // the highest sequence the group commit wrote
+	atFinish        int64 // appended when RunFinish began
+	finishedRecords int
+}
+
+func (s *tailStore) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	err := s.Store.RunEventsAppend(ctx, segs)
+	s.mu.Lock()
+	for _, sg := range segs {
+		if n := len(sg.Records); n > 0 && err == nil {
+			s.appended = max(s.appended, sg.Records[n-1].Seq)
+		}
+	}
+	s.mu.Unlock()
+	return err
+}
+
+func (s *tailStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	s.mu.Lock()
+	s.atFinish, s.finishedRecords = s.appended, len(in.Records)
+	s.mu.Unlock()
+	return s.Store.RunFinish(ctx, in)
+}
+
+// TestLastTokensGoWithTheGroupCommit: a run whose start was written alone
+// ends only after the group commit has written all its tokens, so its last
+// tokens are published with the other runs' commit rather than after the
+// run's own final write; that write still holds the whole log.
+func TestLastTokensGoWithTheGroupCommit(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	ts := &tailStore{Store: store.New(pgtest.Pool(t))}
+	svc := thread.New(ts, stream.New[thread.Event](64), models{m: g}, ts.Store, thread.Config{StartLinger: -1})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		svc.Shutdown(ctx)
+	})
+	r, _, err := svc.StartRun(context.Background(), "local", uuid.New(), thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	evs, err := follow(t, svc, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, evs, 4) // snapshot, "first", " second", final snapshot
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.atFinish != 3 || ts.finishedRecords != 4 {
+		t.Fatalf("at the run's final write the group commit had written up to sequence %d and the write held %d records; want 3 (both tokens) and 4",
+			ts.atFinish, ts.finishedRecords)
+	}
+}
