@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,15 +23,14 @@ var (
 	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
 	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
 	sqlThreadEnd   = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
-	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at)
-		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at, log_from)
+		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT coalesce(max(id), 0) FROM run_log))`)
 	sqlRunInsertEnded = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, usage, error, tree_seq, created_at, finished_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
 	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
-	sqlEventsAppend = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data)
-		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`)
+	sqlLogAppend    = hot(`INSERT INTO run_log (data) VALUES ($1)`)
 	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
 )
 
@@ -211,7 +212,7 @@ func nilUUID(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-// RunGet returns the run with its last durable sequence.
+// RunGet returns the run; see thread.Store for its LastSequence.
 func (s *Store) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {
 	row := s.pool.QueryRow(ctx, `SELECT `+runCols+`, coalesce((SELECT max(last_seq) FROM run_events WHERE run_id = runs.id), 0)
 		FROM runs WHERE id = $1 AND thread_id = $2`, runID, threadID)
@@ -264,48 +265,114 @@ func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run,
 	return r, nil
 }
 
-// RunEventsAppend writes one segment per run, all in one statement and one
-// commit: the group commit of every running run.
+// RunEventsAppend writes one segment per run, all in one run_log row and
+// one commit: the group commit of every running run.
 func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
-	if len(segs) == 0 {
-		return nil
-	}
-	args, err := eventsArgs(segs)
-	if err != nil {
+	data, err := encodeLog(segs)
+	if err != nil || data == nil {
 		return err
 	}
-	if _, err := s.logPool.Exec(ctx, sqlEventsAppend, args...); err != nil {
+	if _, err := s.logPool.Exec(ctx, sqlLogAppend, data); err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
 	return nil
 }
 
-// eventsArgs is sqlEventsAppend's arguments for segs: one array per column.
-func eventsArgs(segs []thread.Segment) ([]any, error) {
-	ids := make([]uuid.UUID, 0, len(segs))
-	firsts := make([]int64, 0, len(segs))
-	lasts := make([]int64, 0, len(segs))
-	datas := make([][]byte, 0, len(segs))
+// encodeLog is a run_log row for segs (see migration 0006), or nil when
+// they hold no record.
+func encodeLog(segs []thread.Segment) ([]byte, error) {
+	size := 0
+	for _, sg := range segs {
+		size += 16 + 3*binary.MaxVarintLen32 + 1
+		for _, r := range sg.Records {
+			size += len(r.Text) + 4
+		}
+	}
+	var b []byte
 	for _, sg := range segs {
 		if len(sg.Records) == 0 {
 			continue
 		}
-		data, err := encodeSegment(sg.Records, false, "")
+		if b == nil {
+			b = make([]byte, 0, size)
+		}
+		b = append(b, sg.RunID[:]...)
+		b = binary.AppendUvarint(b, uint64(sg.Records[0].Seq))
+		b = binary.AppendUvarint(b, uint64(sg.Records[len(sg.Records)-1].Seq))
+		// The segment's length goes before it: reserve the most a length
+		// can take, encode, then move the segment up to its real length.
+		at := len(b)
+		b = append(b, make([]byte, binary.MaxVarintLen32)...)
+		seg, err := appendSegment(b, sg.Records, false, "")
 		if err != nil {
 			return nil, fmt.Errorf("append run events: %w", err)
 		}
-		ids = append(ids, sg.RunID)
-		firsts = append(firsts, sg.Records[0].Seq)
-		lasts = append(lasts, sg.Records[len(sg.Records)-1].Seq)
-		datas = append(datas, data)
+		n := len(seg) - at - binary.MaxVarintLen32
+		k := len(binary.AppendUvarint(seg[at:at], uint64(n)))
+		copy(seg[at+k:], seg[at+binary.MaxVarintLen32:])
+		b = seg[:at+k+n]
 	}
-	return []any{ids, firsts, lasts, datas}, nil
+	return b, nil
+}
+
+// RunLogPurge deletes the run_log rows that no running run needs: those up
+// to the smallest log_from of a running run, or all when none runs. A run
+// not yet visible as running here takes a log_from at least as large as any
+// row visible here, so its rows are never among them. It reports whether
+// rows remain.
+func (s *Store) RunLogPurge(ctx context.Context) (more bool, err error) {
+	err = s.logPool.QueryRow(ctx, `WITH t AS (SELECT coalesce((SELECT min(log_from) FROM runs WHERE status = 'running'),
+			(SELECT max(id) FROM run_log), 0) AS upto),
+		gone AS (DELETE FROM run_log WHERE id <= (SELECT upto FROM t))
+		SELECT EXISTS (SELECT 1 FROM run_log, t WHERE run_log.id > t.upto)`).Scan(&more)
+	if err != nil {
+		return false, fmt.Errorf("purge run log: %w", interpretError(err))
+	}
+	return more, nil
+}
+
+// logSegments calls fn with each segment of a run_log row that belongs to
+// run (every segment when run is uuid.Nil).
+func logSegments(data []byte, run uuid.UUID, fn func(id uuid.UUID, first, last int64, seg []byte) error) error {
+	for len(data) > 0 {
+		if len(data) < 16 {
+			return errCorrupt
+		}
+		id := uuid.UUID(data[:16])
+		data = data[16:]
+		var v [3]uint64
+		for i := range v {
+			x, k := binary.Uvarint(data)
+			if k <= 0 {
+				return errCorrupt
+			}
+			v[i], data = x, data[k:]
+		}
+		if v[2] > uint64(len(data)) || v[0] > v[1] {
+			return errCorrupt
+		}
+		seg := data[:v[2]]
+		data = data[v[2]:]
+		if run == uuid.Nil || id == run {
+			if err := fn(id, int64(v[0]), int64(v[1]), seg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // RunEventsAfter returns the logged records after a sequence, restoring the
-// token texts of a compacted log from the assistant checkpoint.
+// token texts of a compacted log from the assistant checkpoint. A running
+// run's log is its rows in run_events and its segments in the run_log rows
+// after its log_from; one statement reads both from one snapshot, so a
+// purge (which needs the run ended) never takes rows from under it.
 func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2 ORDER BY last_seq`, runID, after)
+	rows, err := s.pool.Query(ctx, `SELECT false, first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2
+		UNION ALL
+		SELECT true, l.id, 0, l.data FROM runs r JOIN run_log l ON l.id > r.log_from
+		WHERE r.id = $1 AND r.status = 'running' AND position(uuid_send($1) IN l.data) > 0
+		ORDER BY 1, 2`, runID, after)
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
 	}
@@ -313,9 +380,21 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 		first, last int64
 		data        []byte
 	}
-	segs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (seg, error) {
-		var sg seg
-		return sg, r.Scan(&sg.first, &sg.last, &sg.data)
+	var segs []seg
+	var (
+		inLog     bool
+		key, last int64
+		data      []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&inLog, &key, &last, &data}, func() error {
+		if !inLog {
+			segs = append(segs, seg{key, last, data})
+			return nil
+		}
+		return logSegments(data, runID, func(_ uuid.UUID, first, last int64, b []byte) error {
+			segs = append(segs, seg{first, last, b})
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
@@ -348,7 +427,10 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 			}
 		}
 	}
-	return out, nil
+	// Each source is in order; a log written before migration 0006 can
+	// have segments in both.
+	slices.SortStableFunc(out, func(a, b thread.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return slices.CompactFunc(out, func(a, b thread.Record) bool { return a.Seq == b.Seq }), nil
 }
 
 // RunFinish ends a run; see thread.Store. Like RunCreate, one batch in one
@@ -500,7 +582,11 @@ func encodeSegment(recs []thread.Record, compact bool, text string) ([]byte, err
 	if compact {
 		size = 1 + 2*len(recs) + 64
 	}
-	b := make([]byte, 0, size)
+	return appendSegment(make([]byte, 0, size), recs, compact, text)
+}
+
+// appendSegment appends recs encoded as one segment to b.
+func appendSegment(b []byte, recs []thread.Record, compact bool, text string) ([]byte, error) {
 	if compact {
 		b = append(b, segCompact)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -58,6 +59,63 @@ func TestSegmentRoundTrip(t *testing.T) {
 		}
 		if _, err := encodeSegment(recs, true, text.String()+"x"); err == nil {
 			t.Fatalf("compact encoding of tokens that do not cover the reply succeeded")
+		}
+	}
+}
+
+// TestLogRowRoundTrip: a group commit's row holds each run's segment, read
+// back by run; empty segments are left out, and a cut or inconsistent row
+// is an error, never a wrong record.
+func TestLogRowRoundTrip(t *testing.T) {
+	t.Parallel()
+	a, b := uuid.New(), uuid.New()
+	long := thread.Record{Seq: 9, Kind: thread.KindToken, Text: strings.Repeat("é", 200)} // a 2-byte length
+	segs := []thread.Segment{
+		{RunID: a, Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: " x"}, {Seq: 3, Kind: thread.KindToken, Text: ""}}},
+		{RunID: b},
+		{RunID: b, Records: []thread.Record{long, {Seq: 10, Kind: thread.KindError, Code: "model_error", Text: "boom"}}},
+	}
+	row, err := encodeLog(segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		run  uuid.UUID
+		want string
+	}{
+		{a, fmt.Sprint(segs[0].Records)},
+		{b, fmt.Sprint(segs[2].Records)},
+		{uuid.New(), "[]"},
+	} {
+		var got []thread.Record
+		err := logSegments(row, tc.run, func(id uuid.UUID, first, last int64, seg []byte) error {
+			recs, err := decodeSegment(first, last, seg, "")
+			got = append(got, recs...)
+			return err
+		})
+		if err != nil || fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") {
+			t.Errorf("run %s: got %v (%v), want %s", tc.run, got, err, tc.want)
+		}
+	}
+	var n int
+	if err := logSegments(row, uuid.Nil, func(uuid.UUID, int64, int64, []byte) error { n++; return nil }); err != nil || n != 2 {
+		t.Errorf("every segment: got %d (%v), want 2 (the empty one is not written)", n, err)
+	}
+	if empty, err := encodeLog([]thread.Segment{{RunID: a}}); empty != nil || err != nil {
+		t.Errorf("no records: got %v (%v), want no row", empty, err)
+	}
+	// A cut can fall exactly between two segments: the first run's alone.
+	firstOnly, err := encodeLog(segs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := 1; cut < len(row); cut++ {
+		err := logSegments(row[:cut], uuid.Nil, func(_ uuid.UUID, first, last int64, seg []byte) error {
+			_, err := decodeSegment(first, last, seg, "")
+			return err
+		})
+		if err == nil && cut != len(firstOnly) {
+			t.Errorf("row cut at %d of %d: got no error", cut, len(row))
 		}
 	}
 }

@@ -106,17 +106,21 @@ func TestCheckpointsAreImmutable(t *testing.T) {
 }
 
 // TestThreadDeleteRemovesRunLogs: deleting a thread deletes its runs and
-// their event logs, live and compacted, and nothing of other threads.
+// their event logs, live and compacted, and nothing of other threads; the
+// deleted live run's group-commit row is purged, the other's kept.
 func TestThreadDeleteRemovesRunLogs(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)
 	ctx := context.Background()
-	count := func(runID uuid.UUID) int {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, runID).Scan(&n); err != nil {
+	count := func(runID uuid.UUID) (rows, recs int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, runID).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		got, err := s.RunEventsAfter(ctx, runID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows, len(got)
 	}
 	var live, done [2]uuid.UUID
 	var threads [2]*thread.Thread
@@ -135,19 +139,109 @@ func TestThreadDeleteRemovesRunLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		threads[i], done[i], live[i] = th, fin.Run.ID, r.ID
-		if count(done[i]) != 1 || count(live[i]) != 2 {
-			t.Fatalf("thread %d: %d compacted and %d live log rows, want 1 and 2", i, count(done[i]), count(live[i]))
+		if dr, drecs := count(done[i]); dr != 1 || drecs != len(fin.Records) {
+			t.Fatalf("thread %d, ended run: %d rows, %d records, want 1 and %d", i, dr, drecs, len(fin.Records))
+		}
+		if lr, lrecs := count(live[i]); lr != 1 || lrecs != 4 {
+			t.Fatalf("thread %d, live run: %d rows, %d records, want 1 (its start) and 4", i, lr, lrecs)
 		}
 	}
 	if err := s.ThreadDelete(ctx, "alice", threads[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count(done[0]), count(live[0]); n != 0 || m != 0 {
-		t.Errorf("deleted thread: %d compacted and %d live log rows left, want 0 and 0", n, m)
+	for _, id := range []uuid.UUID{done[0], live[0]} {
+		if rows, recs := count(id); rows != 0 || recs != 0 {
+			t.Errorf("deleted thread's run: %d rows, %d records left, want 0 and 0", rows, recs)
+		}
 	}
-	if n, m := count(done[1]), count(live[1]); n != 1 || m != 2 {
-		t.Errorf("other thread: %d compacted and %d live log rows, want 1 and 2", n, m)
+	if rows, recs := count(live[1]); rows != 1 || recs != 4 {
+		t.Errorf("other thread's live run: %d rows, %d records, want 1 and 4", rows, recs)
 	}
+	more, err := s.RunLogPurge(ctx)
+	var logRows int
+	if err == nil {
+		err = pool.QueryRow(ctx, `SELECT count(*) FROM run_log`).Scan(&logRows)
+	}
+	if err != nil || !more || logRows != 1 {
+		t.Errorf("purge: got more %v, %d run_log rows (%v), want true and 1 (the live run's)", more, logRows, err)
+	}
+	if rows, recs := count(live[1]); rows != 1 || recs != 4 {
+		t.Errorf("other thread's live run after the purge: %d rows, %d records, want 1 and 4", rows, recs)
+	}
+}
+
+// TestRunLogPurge: group commits shared by two runs are read back per run
+// from any sequence, and purged only once no running run needs them.
+func TestRunLogPurge(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	logRows := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	purge := func(wantMore bool, wantRows int) {
+		t.Helper()
+		more, err := s.RunLogPurge(ctx)
+		if err != nil || more != wantMore || logRows() != wantRows {
+			t.Fatalf("purge: got more %v, %d rows (%v), want %v and %d", more, logRows(), err, wantMore, wantRows)
+		}
+	}
+	start := func() (*thread.Thread, *thread.Run) {
+		th := newThread(t, s, "alice")
+		r, err := startRun(t, s, th, uuid.Nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th, r
+	}
+	snap := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}
+	thA, a := start()
+	commit := func(segs ...thread.Segment) {
+		t.Helper()
+		if err := s.RunEventsAppend(ctx, segs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(thread.Segment{RunID: a.ID, Records: tokens(2, 3)})
+	thB, b := start() // after A's first commit: B never needs it
+	commit(thread.Segment{RunID: a.ID, Records: tokens(5, 2)}, thread.Segment{RunID: b.ID, Records: tokens(2, 4)})
+	commit(thread.Segment{RunID: b.ID, Records: tokens(6, 1)}, thread.Segment{RunID: a.ID})
+	wantA := append([]thread.Record{snap}, tokens(2, 5)...)
+	wantB := append([]thread.Record{snap}, tokens(2, 5)...)
+	check := func(r *thread.Run, want []thread.Record) {
+		t.Helper()
+		for after := int64(0); after <= int64(len(want)); after++ {
+			got, err := s.RunEventsAfter(ctx, r.ID, after)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[after:]) {
+				t.Fatalf("log after %d: got %v (%v), want %v", after, got, err, want[after:])
+			}
+		}
+	}
+	check(a, wantA)
+	check(b, wantB)
+	purge(true, 3) // A runs and needs all three
+	finish := func(th *thread.Thread, r *thread.Run, recs []thread.Record) []thread.Record {
+		t.Helper()
+		all := append(append([]thread.Record{}, recs...), thread.Record{Seq: int64(len(recs) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
+		asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
+			Content: text(strings.Repeat(" abcd", len(recs)-1)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+		if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	wantA = finish(thA, a, wantA)
+	purge(true, 2) // B still needs the last two
+	check(a, wantA)
+	check(b, wantB)
+	wantB = finish(thB, b, wantB)
+	purge(false, 0)
+	check(a, wantA)
+	check(b, wantB)
 }
 
 func TestParentMustBeInSameThread(t *testing.T) {

@@ -50,11 +50,11 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	if err := execBatch(tx.SendBatch(ctx, b), b.Len(), "warm: start run"); err != nil {
 		return err
 	}
-	args, err := eventsArgs([]thread.Segment{{RunID: in2.Run.ID, Records: fin2.Records[1:3]}})
+	data, err := encodeLog([]thread.Segment{{RunID: in2.Run.ID, Records: fin2.Records[1:3]}})
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlEventsAppend, args...); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data); err != nil {
 		return fmt.Errorf("warm: append events: %w", err)
 	}
 	b = &pgx.Batch{}

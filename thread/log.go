@@ -3,6 +3,7 @@ package thread
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,12 +12,15 @@ import (
 // transaction, then publishes it. While one commit is in flight the next one
 // gathers, so the cost per token falls as load rises, and no event is
 // published before it is durable. A run's records join only once its start
-// is committed: their rows reference the run's row.
+// is committed: the store finds them in rows written after the start (see
+// Store.RunEventsAppend).
 type committer struct {
 	s       *Service
 	mu      sync.Mutex
 	pending map[*logWriter]struct{}
 	kick    chan struct{}
+	// dirty says the store may hold log rows of ended runs to purge.
+	dirty atomic.Bool
 }
 
 func newCommitter(s *Service) *committer {
@@ -28,7 +32,8 @@ func newCommitter(s *Service) *committer {
 // logWriter is one run's side of the committer. Its records are all, in
 // sequence order; those from all[taken] on are pending: not yet taken by a
 // commit. A commit takes a prefix of them and never copies it: appends only
-// ever write past it.
+// ever write past it. all[:durable] is committed, so a rejoin in this
+// process reads it here instead of from the store.
 type logWriter struct {
 	c        *committer
 	run      *Run
@@ -36,6 +41,8 @@ type logWriter struct {
 	all      []Record
 	taken    int
 	since    time.Time // when the oldest pending record was produced
+	durable  int
+	ended    bool // the run's final write committed: all is its whole log
 	inflight bool
 	stopped  bool
 	failed   bool
@@ -86,6 +93,7 @@ func (w *logWriter) started(ok bool) {
 	queue := false
 	if ok {
 		w.start = startCommitted
+		w.durable = 1 // the first record went with the start
 		queue = len(w.all) > w.taken && !w.stopped
 	}
 	close(w.startDone)
@@ -138,6 +146,29 @@ func (w *logWriter) stop() []Record {
 	return w.all[w.taken:]
 }
 
+// end records that the run's final write committed all, its whole log.
+func (w *logWriter) end(all []Record) {
+	w.mu.Lock()
+	w.all, w.durable, w.ended = all, len(all), true
+	w.mu.Unlock()
+}
+
+// after returns the committed records with Seq > after (all[i] has Seq
+// i+1), and whether they end the log.
+func (w *logWriter) after(after int64) ([]Record, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if after < 0 {
+		after = 0
+	}
+	if after >= int64(w.durable) {
+		return nil, w.ended
+	}
+	// Records are never changed once added, and appends write past
+	// durable: the caller may keep the slice without a copy.
+	return w.all[after:w.durable:w.durable], w.ended
+}
+
 type takenRecs struct {
 	w     *logWriter
 	from  int // w.all index of recs[0]
@@ -147,47 +178,75 @@ type takenRecs struct {
 
 func (c *committer) loop() {
 	for range c.kick {
-		c.mu.Lock()
-		ws := c.pending
-		c.pending = make(map[*logWriter]struct{}, len(ws))
-		c.mu.Unlock()
-		batch := make([]takenRecs, 0, len(ws))
-		segs := make([]Segment, 0, len(ws))
-		for w := range ws {
-			w.mu.Lock()
-			if !w.stopped && !w.failed && w.start == startCommitted && len(w.all) > w.taken {
-				recs := w.all[w.taken:len(w.all):len(w.all)]
-				batch = append(batch, takenRecs{w, w.taken, recs, w.since})
-				segs = append(segs, Segment{RunID: w.run.ID, Records: recs})
-				w.taken = len(w.all)
-				w.inflight = true
-			}
-			w.mu.Unlock()
+		c.commit()
+	}
+}
+
+// purge frees the log rows of ended runs if commits (or recoveries) may
+// have left some; Service.Run calls it once a second.
+func (c *committer) purge(ctx context.Context) {
+	if !c.dirty.Swap(false) {
+		return
+	}
+	more, err := c.s.store.RunLogPurge(ctx)
+	if err != nil && ctx.Err() == nil {
+		c.s.log.Error("purge run log", "err", err)
+	}
+	if more || err != nil {
+		c.dirty.Store(true)
+	}
+}
+
+// commit writes what every pending writer has, in one store write, and
+// publishes it.
+func (c *committer) commit() {
+	c.mu.Lock()
+	ws := c.pending
+	c.pending = make(map[*logWriter]struct{}, len(ws))
+	c.mu.Unlock()
+	batch := make([]takenRecs, 0, len(ws))
+	segs := make([]Segment, 0, len(ws))
+	for w := range ws {
+		w.mu.Lock()
+		if !w.stopped && !w.failed && w.start == startCommitted && len(w.all) > w.taken {
+			recs := w.all[w.taken:len(w.all):len(w.all)]
+			batch = append(batch, takenRecs{w, w.taken, recs, w.since})
+			segs = append(segs, Segment{RunID: w.run.ID, Records: recs})
+			w.taken = len(w.all)
+			w.inflight = true
 		}
-		if len(segs) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := c.s.store.RunEventsAppend(ctx, segs)
-		cancel()
-		if err != nil {
-			c.s.log.Error("append run events", "runs", len(segs), "err", err)
-		}
-		for _, t := range batch {
-			if err == nil {
-				c.s.publish(t.w.run, t.recs, t.since)
-			}
+		w.mu.Unlock()
+	}
+	if len(segs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := c.s.store.RunEventsAppend(ctx, segs)
+	cancel()
+	if err != nil {
+		c.s.log.Error("append run events", "runs", len(segs), "err", err)
+	} else {
+		c.dirty.Store(true)
+	}
+	for _, t := range batch {
+		if err == nil {
+			// Durable before published: a rejoin that subscribes and
+			// then reads memory misses nothing.
 			t.w.mu.Lock()
-			t.w.inflight = false
-			if err != nil {
-				// Leave them to the run's final transaction, which retries.
-				t.w.failed = true
-				t.w.taken = t.from
-			} else if len(t.w.all) > t.w.taken && !t.w.stopped {
-				c.queue(t.w)
-			}
-			t.w.idle.Broadcast()
+			t.w.durable = t.from + len(t.recs)
 			t.w.mu.Unlock()
+			c.s.publish(t.w.run, t.recs, t.since)
 		}
+		t.w.mu.Lock()
+		t.w.inflight = false
+		if err != nil {
+			// Leave them to the run's final transaction, which retries.
+			t.w.failed = true
+			t.w.taken = t.from
+		} else if len(t.w.all) > t.w.taken && !t.w.stopped {
+			c.queue(t.w)
+		}
+		t.w.idle.Broadcast()
+		t.w.mu.Unlock()
 	}
 }

@@ -80,6 +80,7 @@ type activeRun struct {
 	done   chan struct{}
 	thread *Thread
 	user   *checkpoint.Node // the run's new user message, or nil
+	log    *logWriter
 }
 
 func (a *activeRun) cancel(why RunStatus) {
@@ -399,7 +400,8 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 // whole run): until then nothing of the run is written or published.
 func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate) <-chan error {
 	ctx, stop := context.WithCancel(context.Background())
-	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user}
+	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
+		log: s.commits.writer(r, firstRecord(r))}
 	started := make(chan error, 1)
 	s.mu.Lock()
 	s.runs[r.ID] = ar
@@ -463,10 +465,10 @@ func (s *Service) publish(r *Run, batch []Record, since time.Time) {
 // the outcome of whichever commit writes the start.
 func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate, started chan<- error) {
 	r := ar.run
-	firstRec := Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
+	firstRec := firstRecord(r)
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
 		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
-	w := s.commits.writer(r, firstRec)
+	w := ar.log
 	commitStart := func() {
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and is written whole
@@ -544,7 +546,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		modelName = r.Model + " (" + res.Model + ")"
 	}
 	first := status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1
-	fin := finishing{run: r, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
+	fin := finishing{run: r, log: w, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
 		model: modelName, usage: usage, err: runErr}
 	if first && s.cfg.TitleModel == "" {
 		// Titled in the final transaction, so a client that reads the
@@ -561,9 +563,15 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 }
 
+// firstRecord is a run's first log record: its running snapshot.
+func firstRecord(r *Run) Record {
+	return Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
+}
+
 // finishing is what finish writes and publishes.
 type finishing struct {
 	run    *Run
+	log    *logWriter // nil when recovering another process's run
 	tree   *checkpoint.Tree
 	status RunStatus
 	st     *checkpoint.Status
@@ -615,6 +623,9 @@ func (s *Service) finish(f finishing) {
 			f.started <- err
 		}
 		return
+	}
+	if f.log != nil {
+		f.log.end(all) // before publishing: see committer.commit
 	}
 	s.leaveThread(r)
 	nt, err := tree.Append(asst)
@@ -737,16 +748,21 @@ func TitleFrom(text string) string {
 	return b.String()
 }
 
-// Run renews this process's run leases and recovers runs whose owner died,
-// until ctx ends.
+// Run renews this process's run leases, recovers runs whose owner died
+// and frees ended runs' rows of the group commit's log, until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Lease / 3)
 	defer tick.Stop()
+	purge := time.NewTicker(time.Second)
+	defer purge.Stop()
 	s.Recover(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-purge.C:
+			s.commits.purge(ctx)
+			continue
 		case <-tick.C:
 		}
 		cancels, err := s.store.RunLeaseRenew(ctx, s.cfg.Owner, s.now().Add(s.cfg.Lease))
@@ -782,6 +798,7 @@ func (s *Service) Recover(ctx context.Context) int {
 				s.log.Error("recover run", "run_id", r.ID, "err", err)
 				continue
 			}
+			s.commits.dirty.Store(true) // its log rows can go
 			n++
 		}
 	}

@@ -346,7 +346,7 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*T
 		if err != nil {
 			return nil, err
 		}
-		recs, err := s.store.RunEventsAfter(ctx, r.ID, 0)
+		recs, _, err := s.logged(ctx, r.ID, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +387,47 @@ func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uui
 	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return nil, err
 	}
-	return s.store.RunGet(ctx, threadID, runID)
+	r, err := s.store.RunGet(ctx, threadID, runID)
+	if err != nil || r.Status.Done() {
+		return r, err
+	}
+	// The store counts a running run's group commits only when it reads
+	// its log.
+	recs, _, err := s.logged(ctx, runID, r.LastSequence)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(recs); n > 0 {
+		r.LastSequence = recs[n-1].Seq
+	}
+	return r, nil
+}
+
+// Where logged found a run's records.
+type logSource int
+
+const (
+	logStored logSource = iota // the store: the run is not running here
+	logLive                    // this process's memory: the run goes on
+	logEnded                   // this process's memory: the whole log
+)
+
+// logged returns the run's durable records after sequence after: from
+// memory while this process runs it (a rejoin then reads nothing from the
+// database), else from the store.
+func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]Record, logSource, error) {
+	s.mu.Lock()
+	ar := s.runs[runID]
+	s.mu.Unlock()
+	if ar != nil {
+		recs, ended := ar.log.after(after)
+		if ended {
+			return recs, logEnded, nil
+		}
+		return recs, logLive, nil
+	}
+	recs, err := s.store.RunEventsAfter(ctx, runID, after)
+	return recs, logStored, err
 }
 
 // CancelRun stops a run, here or in the process that owns it. Cancelling a
@@ -456,9 +496,12 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 	}
 	// catchUp replays the log after last; it reports whether the run ended.
 	catchUp := func() (bool, error) {
-		recs, err := s.store.RunEventsAfter(ctx, r.ID, last)
+		recs, local, err := s.logged(ctx, r.ID, last)
 		if err != nil {
 			return false, err
+		}
+		if len(recs) == 0 && local != logStored {
+			return local == logEnded, nil
 		}
 		if len(recs) == 0 {
 			// Nothing after last: either the run goes on, or it ended at or
@@ -480,7 +523,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		// linear, and only snapshots read the text.
 		var text strings.Builder
 		if recs[0].Seq > 1 && hasRunningSnapshot(recs) {
-			prior, err := s.store.RunEventsAfter(ctx, r.ID, 0)
+			prior, _, err := s.logged(ctx, r.ID, 0)
 			if err != nil {
 				return false, err
 			}

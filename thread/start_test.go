@@ -24,7 +24,13 @@ type countingStore struct {
 	mu                               sync.Mutex
 	commits, finishes, plainFinishes int
 	appends, threadGets, creates     int
+	logReads                         int
 	failCommit, failFinish           bool
+}
+
+func (c *countingStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	c.count(&c.logReads)
+	return c.Store.RunEventsAfter(ctx, runID, after)
 }
 
 func (c *countingStore) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thread, bool, error) {
@@ -211,9 +217,14 @@ func TestSlowRunCommitsStartAlone(t *testing.T) {
 		evs = append(evs, ev)
 		if ev.Type == thread.KindToken && ev.Text == "first" {
 			// Durable and published while the model is held.
-			got, err := cs.Store.RunGet(ctx, tid, r.ID)
+			got, err := svc.GetRun(ctx, "local", tid, r.ID)
 			if err != nil || got.Status != thread.RunRunning || got.LastSequence < 2 {
 				t.Errorf("run while the model waits: got %+v (%v), want running with sequence >= 2 logged", got, err)
+			}
+			// In the store itself, not only in the service's memory.
+			recs, err := cs.Store.RunEventsAfter(ctx, r.ID, 1)
+			if err != nil || len(recs) == 0 || recs[0].Text != "first" {
+				t.Errorf("store log after 1 while the model waits: got %+v (%v), want the token \"first\"", recs, err)
 			}
 			close(g.release)
 		}
@@ -595,5 +606,69 @@ func TestLastTokensGoWithTheGroupCommit(t *testing.T) {
 	if ts.atFinish != 3 || ts.finishedRecords != 4 {
 		t.Fatalf("at the run's final write the group commit had written up to sequence %d and the write held %d records; want 3 (both tokens) and 4",
 			ts.atFinish, ts.finishedRecords)
+	}
+}
+
+// TestRejoinReadsMemory: while a run goes on in this process, a rejoin is
+// served from the service's memory (no log read), gets exactly what it
+// missed, and that is what the store holds; once the run has ended, a
+// rejoin reads the store's compacted log and gets the same events.
+func TestRejoinReadsMemory(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	svc, cs := startSetup(t, g, time.Millisecond)
+	ctx := context.Background()
+	tid := uuid.New()
+	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errLeave := errors.New("leave")
+	err = svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+		if ev.Type == thread.KindToken {
+			return errLeave // "first" is durable: drop the connection
+		}
+		return nil
+	})
+	if !errors.Is(err, errLeave) {
+		t.Fatalf("first follow: got %v, want to leave at the first token", err)
+	}
+	stored, err := cs.Store.RunEventsAfter(ctx, r.ID, 0)
+	if err != nil || len(stored) != 2 || stored[1].Text != "first" {
+		t.Fatalf("store while running: got %+v (%v), want the snapshot and \"first\"", stored, err)
+	}
+	reads := func() int { cs.mu.Lock(); defer cs.mu.Unlock(); return cs.logReads }
+	before := reads()
+	var seen []string
+	var evs []thread.Event
+	err = svc.Follow(ctx, "local", tid, r.ID, 0, func(ev thread.Event, _ bool) error {
+		evs = append(evs, ev)
+		seen = append(seen, fmt.Sprintf("%d %s %q", ev.Sequence, ev.Type, ev.Text))
+		if ev.Type == thread.KindToken && ev.Text == "first" {
+			if n := reads() - before; n != 0 {
+				t.Errorf("rejoin of a local run: got %d log reads, want 0", n)
+			}
+			close(g.release)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, evs, 4)
+	if want := `[1 snapshot "" 2 token "first" 3 token " second" 4 snapshot ""]`; fmt.Sprint(seen) != want {
+		t.Fatalf("rejoin: got %v, want %s", seen, want)
+	}
+	// Ended: after the run leaves this process, the store answers.
+	for deadline := time.Now().Add(5 * time.Second); svc.ActiveRuns() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	var again []string
+	err = svc.Follow(ctx, "local", tid, r.ID, 1, func(ev thread.Event, _ bool) error {
+		again = append(again, fmt.Sprintf("%d %s %q", ev.Sequence, ev.Type, ev.Text))
+		return nil
+	})
+	if err != nil || fmt.Sprint(again) != fmt.Sprint(seen[1:]) || reads() == before {
+		t.Fatalf("rejoin after the end: got %v (%v, %d log reads), want %v from the store", again, err, reads()-before, seen[1:])
 	}
 }

@@ -235,7 +235,9 @@ type Store interface {
 	// the reply, the compacted log and the thread's new end, head and
 	// title. Errors as RunCreate.
 	RunComplete(ctx context.Context, in RunCreate, fin RunFinish) error
-	// RunGet returns the run with its last durable sequence; not_found.
+	// RunGet returns the run; not_found. Its LastSequence is exact for a
+	// run that has ended; for a running one it may be lower (the group
+	// commit's records are not counted).
 	RunGet(ctx context.Context, threadID, runID uuid.UUID) (*Run, error)
 	// RunByUserMessage returns the run that appended the user message; not_found.
 	RunByUserMessage(ctx context.Context, threadID, messageID uuid.UUID) (*Run, error)
@@ -246,6 +248,10 @@ type Store interface {
 	RunEventsAppend(ctx context.Context, segs []Segment) error
 	// RunEventsAfter returns the logged records with Seq > after, in order.
 	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
+	// RunLogPurge frees what RunEventsAppend wrote for runs that have
+	// ended (their RunFinish holds their whole log) and reports whether
+	// something is left to free later.
+	RunLogPurge(ctx context.Context) (more bool, err error)
 	// RunFinish ends a running run; conflict if it is not running any more.
 	RunFinish(ctx context.Context, in RunFinish) error
 	// RunLeaseRenew extends the leases of the owner's running runs and
