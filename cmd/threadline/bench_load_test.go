@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,49 @@ func TestLoadHistogram(t *testing.T) {
 	p := loadPercentiles([]float64{5, 1, 4, 2, 3})
 	if got, want := p, (loadDist{P50: 3, P99: 5, Max: 5, Samples: 5}); got != want {
 		t.Errorf("loadPercentiles = %+v, want %+v", got, want)
+	}
+}
+
+// TestLoadDecodeMatchesJSON: the load generator's direct path for token
+// lines decodes exactly what encoding/json does, and leaves every other
+// line (escapes, other layouts, broken lines) to encoding/json.
+func TestLoadDecodeMatchesJSON(t *testing.T) {
+	t.Parallel()
+	const run, msg = "0b20eec5-4e68-4421-9b87-a93e382c3a7c", "c3a16ec1-8051-4d66-adac-9eb269acc215"
+	tok := func(seq, text string) string {
+		return `{"type":"token","run_id":"` + run + `","sequence":` + seq + `,"message_id":"` + msg + `","text":"` + text + `"}` + "\n"
+	}
+	for _, tc := range []struct {
+		line string
+		fast bool
+	}{
+		{tok("2", " hello"), true},
+		{tok("123456", ""), true},
+		{tok("7", "日本 é"), true},
+		{tok("7", `say \"hi\"`), false},
+		{tok("7", `a\nb`), false},
+		{tok("7", `\u2028`), false},
+		{tok("7", "bad \xff utf-8"), false},
+		{tok("7", "tab\there"), false},
+		{tok("07", "x"), false},
+		{tok("-1", "x"), false},
+		{tok("1e3", "x"), false},
+		{tok("99999999999999999999", "x"), false},
+		{strings.TrimSuffix(tok("2", "x"), "\n") + "\r\n", false},
+		{strings.TrimSuffix(tok("2", "x"), "}\n") + "\n", false},
+		{`{"type":"token","sequence":2,"run_id":"` + run + `","message_id":"` + msg + `","text":"x"}` + "\n", false},
+		{`{"type":"snapshot","run_id":"` + run + `","sequence":1,"run_status":"running"}` + "\n", false},
+		{`{"type":"token","run_id":"` + run + `","sequence":2,"message_id":"` + msg + `","text":"x","extra":1}` + "\n", false},
+	} {
+		var got, want loadEvent
+		gotErr := loadDecode([]byte(tc.line), &got)
+		wantErr := json.Unmarshal([]byte(tc.line), &want)
+		if (gotErr != nil) != (wantErr != nil) || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("%q: got %+v (%v), want %+v (%v)", tc.line, got, gotErr, want, wantErr)
+		}
+		var fast loadEvent
+		if ok := loadFastToken([]byte(tc.line), &fast); ok != tc.fast {
+			t.Errorf("%q: direct path taken %v, want %v", tc.line, ok, tc.fast)
+		}
 	}
 }
