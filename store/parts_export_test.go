@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // DecodeParts exposes decodeParts to the external tests.
 var DecodeParts = decodeParts
 
@@ -12,3 +14,7 @@ var (
 	Warm  = warm
 	Ready = ready
 )
+
+// SetSpillAfter sets how old a run_log row gets before RunLogPurge moves
+// running runs' segments out of it.
+func SetSpillAfter(s *Store, d time.Duration) { s.spillAfter = d }

@@ -315,20 +315,106 @@ func encodeLog(segs []thread.Segment) ([]byte, error) {
 	return b, nil
 }
 
-// RunLogPurge deletes the run_log rows that no running run needs: those up
-// to the smallest log_from of a running run, or all when none runs. A run
-// not yet visible as running here takes a log_from at least as large as any
-// row visible here, so its rows are never among them. It reports whether
-// rows remain.
+// RunLogPurge frees run_log rows; see thread.Store. In one transaction it
+// first moves, for every running run, its segments in rows older than
+// spillAfter into one run_events row of its own and advances its log_from
+// past them; then it deletes the rows up to the smallest log_from of a
+// running run (all of them when none runs). A run not yet visible as
+// running here takes a log_from at least as large as any row visible here,
+// so its rows are never among them. A run whose row is locked (its end is
+// being written) is left for the next purge: its end then deletes what was
+// moved, or finds it. It reports whether rows remain.
 func (s *Store) RunLogPurge(ctx context.Context) (more bool, err error) {
-	err = s.logPool.QueryRow(ctx, `WITH t AS (SELECT coalesce((SELECT min(log_from) FROM runs WHERE status = 'running'),
-			(SELECT max(id) FROM run_log), 0) AS upto),
-		gone AS (DELETE FROM run_log WHERE id <= (SELECT upto FROM t))
-		SELECT EXISTS (SELECT 1 FROM run_log, t WHERE run_log.id > t.upto)`).Scan(&more)
+	err = withTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := spillLog(ctx, tx, s.spillAfter); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH t AS (SELECT coalesce((SELECT min(log_from) FROM runs WHERE status = 'running'),
+				(SELECT max(id) FROM run_log), 0) AS upto),
+			gone AS (DELETE FROM run_log WHERE id <= (SELECT upto FROM t))
+			SELECT EXISTS (SELECT 1 FROM run_log, t WHERE run_log.id > t.upto)`).Scan(&more)
+	})
 	if err != nil {
 		return false, fmt.Errorf("purge run log: %w", interpretError(err))
 	}
 	return more, nil
+}
+
+// spillLog moves running runs' segments out of the run_log rows older than
+// age (see RunLogPurge).
+func spillLog(ctx context.Context, tx pgx.Tx, age time.Duration) error {
+	var cut int64
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM run_log WHERE created_at <= now() - make_interval(secs => $1)`,
+		age.Seconds()).Scan(&cut)
+	if err != nil || cut == 0 {
+		return err
+	}
+	// Locked in id order, skipping a run whose end holds its row: nothing
+	// waits, so nothing deadlocks.
+	rows, err := tx.Query(ctx, `SELECT id, log_from FROM runs WHERE status = 'running' AND log_from < $1
+		ORDER BY id FOR UPDATE SKIP LOCKED`, cut)
+	if err != nil {
+		return err
+	}
+	type spill struct {
+		from, first, last int64
+		data              []byte
+	}
+	runs := map[uuid.UUID]*spill{}
+	var ids []uuid.UUID
+	lowest := cut
+	var id uuid.UUID
+	var from int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &from}, func() error {
+		runs[id] = &spill{from: from}
+		ids = append(ids, id)
+		lowest = min(lowest, from)
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	rows, err = tx.Query(ctx, `SELECT id, data FROM run_log WHERE id > $1 AND id <= $2 ORDER BY id`, lowest, cut)
+	if err != nil {
+		return err
+	}
+	var row int64
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&row, &data}, func() error {
+		return logSegments(data, uuid.Nil, func(id uuid.UUID, first, last int64, seg []byte) error {
+			sp := runs[id]
+			if sp == nil || row <= sp.from || len(seg) == 0 || seg[0] != segLive {
+				return nil
+			}
+			if sp.data == nil {
+				sp.first, sp.data = first, []byte{segLive}
+			} else if first != sp.last+1 {
+				return fmt.Errorf("run %s: segment %d..%d after %d: %w", id, first, last, sp.last, errCorrupt)
+			}
+			// Live segments concatenate: one kind byte, then records.
+			sp.last, sp.data = last, append(sp.data, seg[1:]...)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	var runIDs []uuid.UUID
+	var firsts, lasts []int64
+	var datas [][]byte
+	for _, id := range ids {
+		if sp := runs[id]; sp.data != nil {
+			runIDs, firsts, lasts, datas = append(runIDs, id), append(firsts, sp.first), append(lasts, sp.last), append(datas, sp.data)
+		}
+	}
+	if len(runIDs) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data)
+			SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`, runIDs, firsts, lasts, datas); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `UPDATE runs SET log_from = $2 WHERE id = ANY($1)`, ids, cut)
+	return err
 }
 
 // logSegments calls fn with each segment of a run_log row that belongs to

@@ -27,7 +27,13 @@ type Store struct {
 	// the one pool for both.
 	logPool *pgxpool.Pool
 	now     func() time.Time
+	// spillAfter is how old a run_log row gets before RunLogPurge moves
+	// running runs' segments out of it.
+	spillAfter time.Duration
 }
+
+// logSpillAfter is Store.spillAfter's value.
+const logSpillAfter = time.Second
 
 // Open connects a pool of maxConns connections to databaseURL, and one more
 // connection for the group commit of the run event log, and checks that
@@ -99,7 +105,7 @@ func ready(ctx context.Context, conn *pgx.Conn) {
 
 // New wraps an existing pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, logPool: pool, now: time.Now}
+	return &Store{pool: pool, logPool: pool, now: time.Now, spillAfter: logSpillAfter}
 }
 
 // SetClock replaces the clock (for tests).
@@ -121,11 +127,12 @@ func (s *Store) Close() {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// withTx runs fn in a transaction it commits on success. The rollback uses a
-// context that survives the caller's cancellation, so a cancelled request
-// never leaves a transaction open on a pooled connection.
-func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+// withTx runs fn in a transaction on a connection of pool, and commits it
+// on success. The rollback uses a context that survives the caller's
+// cancellation, so a cancelled request never leaves a transaction open on
+// a pooled connection.
+func withTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", interpretError(err))
 	}

@@ -244,6 +244,183 @@ func TestRunLogPurge(t *testing.T) {
 	check(b, wantB)
 }
 
+// TestRunLogSpill: a running run's segments in rows older than the spill
+// age move to a row of its own, so the shared rows go while it still runs;
+// its log reads the same from every sequence before, after and across the
+// move, and after its end.
+func TestRunLogSpill(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	rowsOf := func(table string, run uuid.UUID) int {
+		var n int
+		q := `SELECT count(*) FROM run_log`
+		args := []any{}
+		if table == "run_events" {
+			q, args = `SELECT count(*) FROM run_events WHERE run_id = $1`, []any{run}
+		}
+		if err := pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	th := newThread(t, s, "alice")
+	r, err := startRun(t, s, th, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newThread(t, s, "alice")
+	o, err := startRun(t, s, other, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}
+	otherSeq := int64(1)
+	commit := func(n int) {
+		t.Helper()
+		recs := tokens(int64(len(want)+1), n)
+		want = append(want, recs...)
+		otherSeq++
+		if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: recs}, {RunID: o.ID, Records: tokens(otherSeq, 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for after := int64(0); after <= int64(len(want)); after++ {
+			got, err := s.RunEventsAfter(ctx, r.ID, after)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[after:]) {
+				t.Fatalf("%s, log after %d: got %v (%v), want %v", when, after, got, err, want[after:])
+			}
+		}
+	}
+	commit(2)
+	commit(3)
+	// Rows younger than the spill age stay, and the run pins them.
+	if more, err := s.RunLogPurge(ctx); err != nil || !more || rowsOf("run_log", r.ID) != 2 {
+		t.Fatalf("purge of young rows: got more %v, %d rows (%v), want true and 2", more, rowsOf("run_log", r.ID), err)
+	}
+	store.SetSpillAfter(s, 0)
+	if more, err := s.RunLogPurge(ctx); err != nil || more || rowsOf("run_log", r.ID) != 0 || rowsOf("run_events", r.ID) != 2 {
+		t.Fatalf("spill: got more %v, %d shared rows, %d own rows (%v), want false, 0 and 2 (start, moved)",
+			more, rowsOf("run_log", r.ID), rowsOf("run_events", r.ID), err)
+	}
+	check("after a spill")
+	commit(1)
+	check("after a spill and a commit")
+	if _, err := s.RunLogPurge(ctx); err != nil || rowsOf("run_events", r.ID) != 3 {
+		t.Fatalf("second spill: %d own rows (%v), want 3", rowsOf("run_events", r.ID), err)
+	}
+	check("after two spills")
+	// The other run was spilled too: its log is whole.
+	if got, err := s.RunEventsAfter(ctx, o.ID, 1); err != nil || fmt.Sprint(got) != fmt.Sprint(tokens(2, 3)) {
+		t.Fatalf("other run: got %v (%v), want its 3 tokens", got, err)
+	}
+	// A run whose row is locked (its end being written) is not moved, and
+	// its rows stay.
+	commit(2)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if more, err := s.RunLogPurge(ctx); err != nil || !more || rowsOf("run_log", r.ID) != 1 || rowsOf("run_events", r.ID) != 3 {
+		t.Fatalf("spill while the run is locked: got more %v, %d shared rows, %d own rows (%v), want true, 1 and 3",
+			more, rowsOf("run_log", r.ID), rowsOf("run_events", r.ID), err)
+	}
+	_ = tx.Rollback(ctx)
+	check("after a skipped spill")
+	all := append(append([]thread.Record{}, want...), thread.Record{Seq: int64(len(want) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
+	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
+		Content: text(strings.Repeat(" abcd", len(want)-1)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
+		t.Fatal(err)
+	}
+	want = all
+	check("after the end")
+	if rowsOf("run_events", r.ID) != 1 {
+		t.Fatalf("after the end: %d own rows, want 1 (compacted)", rowsOf("run_events", r.ID))
+	}
+}
+
+// TestRunLogSpillRacesFinish: purges that spill run concurrently with runs
+// ending; every ended run keeps exactly its compacted row, and its log
+// reads back whole.
+func TestRunLogSpillRacesFinish(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	store.SetSpillAfter(s, 0)
+	ctx := context.Background()
+	const n = 16
+	type started struct {
+		th *thread.Thread
+		r  *thread.Run
+	}
+	runs := make([]started, n)
+	for i := range runs {
+		th := newThread(t, s, "alice")
+		r, err := startRun(t, s, th, uuid.Nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = started{th, r}
+	}
+	const per = 6 // commits per run, one token each
+	done := make(chan struct{})
+	purgeErr := make(chan error, 1)
+	go func() {
+		defer close(purgeErr)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := s.RunLogPurge(ctx); err != nil {
+				purgeErr <- err
+				return
+			}
+		}
+	}()
+	for seq := int64(2); seq < 2+per; seq++ {
+		segs := make([]thread.Segment, n)
+		for i, sr := range runs {
+			segs[i] = thread.Segment{RunID: sr.r.ID, Records: tokens(seq, 1)}
+		}
+		if err := s.RunEventsAppend(ctx, segs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := append([]thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}, tokens(2, per)...)
+	all = append(all, thread.Record{Seq: per + 2, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
+	for _, sr := range runs {
+		asst := checkpoint.Node{ID: sr.r.MessageID, ThreadID: sr.th.ID, ParentID: sr.r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
+			Content: text(strings.Repeat(" abcd", per)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: sr.r.ID, CreatedAt: sr.r.CreatedAt}
+		if err := s.RunFinish(ctx, thread.RunFinish{Run: sr.r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if err := <-purgeErr; err != nil {
+		t.Fatalf("purge during the runs: %v", err)
+	}
+	if more, err := s.RunLogPurge(ctx); err != nil || more {
+		t.Fatalf("last purge: got more %v (%v), want false", more, err)
+	}
+	for _, sr := range runs {
+		var rows int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, sr.r.ID).Scan(&rows); err != nil || rows != 1 {
+			t.Fatalf("run %s: %d log rows (%v), want 1 (its compacted log; a spill left behind would be a second)", sr.r.ID, rows, err)
+		}
+		got, err := s.RunEventsAfter(ctx, sr.r.ID, 0)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(all) {
+			t.Fatalf("run %s: got %v (%v), want %v", sr.r.ID, got, err, all)
+		}
+	}
+}
+
 func TestParentMustBeInSameThread(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)

@@ -236,7 +236,7 @@ func checkpointArgs(n *checkpoint.Node) []any {
 // their Seq. It exists for tests and tools that build trees without runs;
 // not_found for an unknown thread, invalid_fork for a parent elsewhere.
 func (s *Store) CheckpointAppend(ctx context.Context, threadID uuid.UUID, nodes ...*checkpoint.Node) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return withTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var last int64
 		err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $2, updated_at = $3 WHERE id = $1 RETURNING last_seq`,
 			threadID, len(nodes), s.clock()).Scan(&last)

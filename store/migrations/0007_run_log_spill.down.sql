@@ -1,0 +1,1 @@
+ALTER TABLE run_log DROP COLUMN created_at;
