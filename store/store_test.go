@@ -353,7 +353,7 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 	s, pool := setup(t)
 	store.SetSpillAfter(s, 0)
 	ctx := context.Background()
-	const n = 16
+	const n = 40
 	type started struct {
 		th *thread.Thread
 		r  *thread.Run
@@ -367,7 +367,6 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 		}
 		runs[i] = started{th, r}
 	}
-	const per = 6 // commits per run, one token each
 	done := make(chan struct{})
 	purgeErr := make(chan error, 1)
 	go func() {
@@ -384,21 +383,27 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 			}
 		}
 	}()
-	for seq := int64(2); seq < 2+per; seq++ {
-		segs := make([]thread.Segment, n)
-		for i, sr := range runs {
-			segs[i] = thread.Segment{RunID: sr.r.ID, Records: tokens(seq, 1)}
+	// Round k commits a token for every run still going, then ends run k:
+	// spills keep finding new segments of the run being ended.
+	logs := make([][]thread.Record, n)
+	for i := range logs {
+		logs[i] = []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}
+	}
+	for k := range runs {
+		var segs []thread.Segment
+		for i := k; i < n; i++ {
+			tok := tokens(int64(len(logs[i])+1), 1)
+			logs[i] = append(logs[i], tok...)
+			segs = append(segs, thread.Segment{RunID: runs[i].r.ID, Records: tok})
 		}
 		if err := s.RunEventsAppend(ctx, segs); err != nil {
 			t.Fatal(err)
 		}
-	}
-	all := append([]thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}, tokens(2, per)...)
-	all = append(all, thread.Record{Seq: per + 2, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
-	for _, sr := range runs {
+		sr := runs[k]
+		logs[k] = append(logs[k], thread.Record{Seq: int64(len(logs[k]) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
 		asst := checkpoint.Node{ID: sr.r.MessageID, ThreadID: sr.th.ID, ParentID: sr.r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
-			Content: text(strings.Repeat(" abcd", per)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: sr.r.ID, CreatedAt: sr.r.CreatedAt}
-		if err := s.RunFinish(ctx, thread.RunFinish{Run: sr.r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
+			Content: text(strings.Repeat(" abcd", len(logs[k])-2)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: sr.r.ID, CreatedAt: sr.r.CreatedAt}
+		if err := s.RunFinish(ctx, thread.RunFinish{Run: sr.r, Status: thread.RunSucceeded, Assistant: asst, Records: logs[k], Model: "builtin"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,14 +414,14 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 	if more, err := s.RunLogPurge(ctx); err != nil || more {
 		t.Fatalf("last purge: got more %v (%v), want false", more, err)
 	}
-	for _, sr := range runs {
+	for k, sr := range runs {
 		var rows int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, sr.r.ID).Scan(&rows); err != nil || rows != 1 {
-			t.Fatalf("run %s: %d log rows (%v), want 1 (its compacted log; a spill left behind would be a second)", sr.r.ID, rows, err)
+			t.Fatalf("run %d: %d log rows (%v), want 1 (its compacted log; a spill left behind would be a second)", k, rows, err)
 		}
 		got, err := s.RunEventsAfter(ctx, sr.r.ID, 0)
-		if err != nil || fmt.Sprint(got) != fmt.Sprint(all) {
-			t.Fatalf("run %s: got %v (%v), want %v", sr.r.ID, got, err, all)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(logs[k]) {
+			t.Fatalf("run %d: got %v (%v), want %v", k, got, err, logs[k])
 		}
 	}
 }
