@@ -316,9 +316,11 @@ func encodeLog(segs []thread.Segment) ([]byte, error) {
 }
 
 // RunLogPurge frees run_log rows; see thread.Store. In one transaction it
-// first moves, for every running run, its segments in rows older than
-// spillAfter into one run_events row of its own and advances its log_from
-// past them; then it deletes the rows up to the smallest log_from of a
+// first takes every running run that still needs rows older than
+// spillAfter, moves its segments in the rows older than spillAfter/5 into
+// one run_events row of its own and advances its log_from past them (so a
+// run is moved about once per spillAfter, and shared rows live about
+// spillAfter); then it deletes the rows up to the smallest log_from of a
 // running run (all of them when none runs). A run not yet visible as
 // running here takes a log_from at least as large as any row visible here,
 // so its rows are never among them. A run whose row is locked (its end is
@@ -343,16 +345,17 @@ func (s *Store) RunLogPurge(ctx context.Context) (more bool, err error) {
 // spillLog moves running runs' segments out of the run_log rows older than
 // age (see RunLogPurge).
 func spillLog(ctx context.Context, tx pgx.Tx, age time.Duration) error {
-	var cut int64
-	err := tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM run_log WHERE created_at <= now() - make_interval(secs => $1)`,
-		age.Seconds()).Scan(&cut)
-	if err != nil || cut == 0 {
+	var old, cut int64
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(id) FILTER (WHERE created_at <= now() - make_interval(secs => $1)), 0),
+		coalesce(max(id) FILTER (WHERE created_at <= now() - make_interval(secs => $1 / 5)), 0) FROM run_log`,
+		age.Seconds()).Scan(&old, &cut)
+	if err != nil || old == 0 {
 		return err
 	}
 	// Locked in id order, skipping a run whose end holds its row: nothing
 	// waits, so nothing deadlocks.
 	rows, err := tx.Query(ctx, `SELECT id, log_from FROM runs WHERE status = 'running' AND log_from < $1
-		ORDER BY id FOR UPDATE SKIP LOCKED`, cut)
+		ORDER BY id FOR UPDATE SKIP LOCKED`, old)
 	if err != nil {
 		return err
 	}

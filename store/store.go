@@ -27,13 +27,15 @@ type Store struct {
 	// the one pool for both.
 	logPool *pgxpool.Pool
 	now     func() time.Time
-	// spillAfter is how old a run_log row gets before RunLogPurge moves
-	// running runs' segments out of it.
+	// spillAfter is about how long a run_log row lives: RunLogPurge moves
+	// running runs' segments out of rows this old.
 	spillAfter time.Duration
 }
 
-// logSpillAfter is Store.spillAfter's value.
-const logSpillAfter = time.Second
+// logSpillAfter is Store.spillAfter's value: runs shorter than this are
+// never moved, and reading one run's log from the shared rows scans about
+// this much of them at most.
+const logSpillAfter = 5 * time.Second
 
 // Open connects a pool of maxConns connections to databaseURL, and one more
 // connection for the group commit of the run event log, and checks that

@@ -248,9 +248,11 @@ type Store interface {
 	RunEventsAppend(ctx context.Context, segs []Segment) error
 	// RunEventsAfter returns the logged records with Seq > after, in order.
 	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
-	// RunLogPurge frees what RunEventsAppend wrote for runs that have
-	// ended (their RunFinish holds their whole log) and reports whether
-	// something is left to free later.
+	// RunLogPurge keeps what RunEventsAppend writes bounded: records of
+	// ended runs are freed (their RunFinish holds their whole log), and a
+	// running run's older records are moved to rows of its own, so a long
+	// run holds nothing shared. It reports whether something is left to
+	// free later.
 	RunLogPurge(ctx context.Context) (more bool, err error)
 	// RunFinish ends a running run; conflict if it is not running any more.
 	RunFinish(ctx context.Context, in RunFinish) error
