@@ -727,6 +727,44 @@ func BenchmarkRunEventsAfter(b *testing.B) {
 	}
 }
 
+// BenchmarkRunEventsAfterShared reads one running run's log while 1,000
+// runs share the group commit's rows: 200 commits (about 5 s at 1,000
+// streams, the most the purge leaves), one token per run each. This is
+// what a rejoin to another process, or its 1 s poll, costs.
+func BenchmarkRunEventsAfterShared(b *testing.B) {
+	s, _ := setup(b)
+	ctx := context.Background()
+	const runs, commits = 1000, 200
+	ids := make([]uuid.UUID, runs)
+	for i := range ids {
+		th := newThread(b, s, "bench")
+		r, err := startRun(b, s, th, uuid.Nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	for c := range commits {
+		segs := make([]thread.Segment, runs)
+		for i, id := range ids {
+			segs[i] = thread.Segment{RunID: id, Records: tokens(int64(c)+2, 1)}
+		}
+		if err := s.RunEventsAppend(ctx, segs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, after := range []int64{0, commits} {
+		b.Run(fmt.Sprintf("after=%d", after), func(b *testing.B) {
+			for b.Loop() {
+				recs, err := s.RunEventsAfter(ctx, ids[runs/2], after)
+				if err != nil || int64(len(recs)) != commits+1-after {
+					b.Fatalf("got %d records (%v), want %d", len(recs), err, commits+1-after)
+				}
+			}
+		})
+	}
+}
+
 func TestRunCreateGuards(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
