@@ -120,7 +120,7 @@ func (s *Server) rejoinRun(c echo.Context) error {
 			return checkpoint.Errorf(checkpoint.EInvalid, "after must be a whole number >= 0, got %q", v)
 		}
 	}
-	run, err := s.svc.GetRun(c.Request().Context(), caller(c), threadID, runID)
+	run, err := s.svc.FindRun(c.Request().Context(), caller(c), threadID, runID)
 	if err != nil {
 		return err
 	}

@@ -382,12 +382,20 @@ func runningNode(r *Run, text string) *checkpoint.Node {
 	}
 }
 
-// GetRun returns the run; not_found for unknown runs or foreign threads.
-func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*Run, error) {
+// FindRun returns the run, to follow or cancel, without counting its
+// log: a running run's LastSequence may be lower than its log's end (see
+// GetRun). not_found for unknown runs or foreign threads.
+func (s *Service) FindRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*Run, error) {
 	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return nil, err
 	}
-	r, err := s.store.RunGet(ctx, threadID, runID)
+	return s.store.RunGet(ctx, threadID, runID)
+}
+
+// GetRun returns the run with its last durable sequence; not_found for
+// unknown runs or foreign threads.
+func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*Run, error) {
+	r, err := s.FindRun(ctx, caller, threadID, runID)
 	if err != nil || r.Status.Done() {
 		return r, err
 	}
@@ -433,7 +441,7 @@ func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]R
 // CancelRun stops a run, here or in the process that owns it. Cancelling a
 // run that already ended does nothing. not_found for unknown runs.
 func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID uuid.UUID) error {
-	r, err := s.GetRun(ctx, caller, threadID, runID)
+	r, err := s.FindRun(ctx, caller, threadID, runID)
 	if err != nil {
 		return err
 	}
@@ -467,10 +475,7 @@ func (s *Service) cancelLocal(runID uuid.UUID, why RunStatus) bool {
 // once, so a writer can batch its flushes. not_found for unknown runs or
 // foreign threads.
 func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev Event, more bool) error) error {
-	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
-		return err
-	}
-	r, err := s.store.RunGet(ctx, threadID, runID)
+	r, err := s.FindRun(ctx, caller, threadID, runID)
 	if err != nil {
 		return err
 	}
