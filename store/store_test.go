@@ -519,6 +519,20 @@ func startRun(t testing.TB, s *store.Store, th *thread.Thread, parent uuid.UUID)
 		thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
 }
 
+// startRuns starts n runs, each on a new thread, and returns their ids.
+func startRuns(t testing.TB, s *store.Store, n int) []uuid.UUID {
+	t.Helper()
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		r, err := startRun(t, s, newThread(t, s, "bench"), uuid.Nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	return ids
+}
+
 func TestOneRunAtATime(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
@@ -673,15 +687,7 @@ func BenchmarkRunEventsAppend(b *testing.B) {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
 			s, _ := setup(b)
 			ctx := context.Background()
-			ids := make([]uuid.UUID, runs)
-			for i := range ids {
-				th := newThread(b, s, "bench")
-				r, err := startRun(b, s, th, uuid.Nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ids[i] = r.ID
-			}
+			ids := startRuns(b, s, runs)
 			const per = 8
 			next := int64(2)
 			b.ResetTimer()
@@ -735,15 +741,7 @@ func BenchmarkRunEventsAfterShared(b *testing.B) {
 	s, _ := setup(b)
 	ctx := context.Background()
 	const runs, commits = 1000, 200
-	ids := make([]uuid.UUID, runs)
-	for i := range ids {
-		th := newThread(b, s, "bench")
-		r, err := startRun(b, s, th, uuid.Nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = r.ID
-	}
+	ids := startRuns(b, s, runs)
 	for c := range commits {
 		segs := make([]thread.Segment, runs)
 		for i, id := range ids {

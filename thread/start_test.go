@@ -199,21 +199,29 @@ func TestFastRunCommitsOnce(t *testing.T) {
 	}
 }
 
+// startGated starts a run of a gated model on a new thread, with a 1 ms
+// start linger: its start is committed alone while the model waits.
+func startGated(t *testing.T) (*gated, *thread.Service, *countingStore, uuid.UUID, *thread.Run) {
+	t.Helper()
+	g := newGated()
+	svc, cs := startSetup(t, g, time.Millisecond)
+	tid := uuid.New()
+	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, svc, cs, tid, r
+}
+
 // TestSlowRunCommitsStartAlone: a run still going when the linger ends
 // commits its start alone; its client sees the snapshot and the first
 // token while the model still runs, and the run is visible to others.
 func TestSlowRunCommitsStartAlone(t *testing.T) {
 	t.Parallel()
-	g := newGated()
-	svc, cs := startSetup(t, g, time.Millisecond)
+	g, svc, cs, tid, r := startGated(t)
 	ctx := context.Background()
-	tid := uuid.New()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var evs []thread.Event
-	err = svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+	err := svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
 		evs = append(evs, ev)
 		if ev.Type == thread.KindToken && ev.Text == "first" {
 			// Durable and published while the model is held.
@@ -615,16 +623,10 @@ func TestLastTokensGoWithTheGroupCommit(t *testing.T) {
 // rejoin reads the store's compacted log and gets the same events.
 func TestRejoinReadsMemory(t *testing.T) {
 	t.Parallel()
-	g := newGated()
-	svc, cs := startSetup(t, g, time.Millisecond)
+	g, svc, cs, tid, r := startGated(t)
 	ctx := context.Background()
-	tid := uuid.New()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	errLeave := errors.New("leave")
-	err = svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+	err := svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
 		if ev.Type == thread.KindToken {
 			return errLeave // "first" is durable: drop the connection
 		}

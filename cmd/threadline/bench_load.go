@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -384,17 +383,11 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	loadRaiseNofile(stderr)
-	if o.selfProfile != "" {
-		f, err := os.Create(o.selfProfile)
-		if err != nil {
-			return fmt.Errorf("bench load: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench load: --cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchProfile(o.selfProfile)
+	if err != nil {
+		return fmt.Errorf("bench load: %w", err)
 	}
+	defer stopProfile()
 
 	if o.url == "" || o.dbURL != "" {
 		if o.dbURL == "" {

@@ -42,7 +42,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -284,17 +283,11 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("bench peer: %w", err)
 	}
-	if opt.cpuProfile != "" {
-		f, err := os.Create(opt.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bench peer: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench peer: --cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchProfile(opt.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("bench peer: %w", err)
 	}
+	defer stopProfile()
 	started := time.Now()
 	progress := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "bench peer: "+format+"\n", a...)

@@ -6,11 +6,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -94,4 +96,24 @@ func redactURL(s string) string {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// benchProfile starts a CPU profile of this process into path (--cpuprofile),
+// or nothing when path is empty; stop ends it.
+func benchProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
