@@ -674,3 +674,45 @@ func TestRejoinReadsMemory(t *testing.T) {
 		t.Fatalf("rejoin after the end: got %v (%v, %d log reads), want %v from the store", again, err, reads()-before, seen[1:])
 	}
 }
+
+// TestRunPurgesLog: with Service.Run going, the group commit's shared log
+// rows are freed once the runs in them have ended; nothing else deletes
+// them, so without the purge they would stay.
+func TestRunPurgesLog(t *testing.T) {
+	t.Parallel()
+	g, svc, cs, _, r := startGated(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	pool := cs.Store.Pool()
+	logRows := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	err := svc.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+		if ev.Type == thread.KindToken && ev.Text == "first" {
+			if n := logRows(); n == 0 {
+				t.Errorf("while the run streams: got 0 shared log rows, want its group commit's")
+			}
+			close(g.release)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for logRows() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the run ended: %d shared log rows left, want 0", logRows())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	recs, err := cs.Store.RunEventsAfter(ctx, r.ID, 0)
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("the ended run's log after the purge: got %d records (%v), want 4", len(recs), err)
+	}
+}
