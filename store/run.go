@@ -454,8 +454,9 @@ func logSegments(data []byte, run uuid.UUID, fn func(id uuid.UUID, first, last i
 // RunEventsAfter returns the logged records after a sequence, restoring the
 // token texts of a compacted log from the assistant checkpoint. A running
 // run's log is its rows in run_events and its segments in the run_log rows
-// after its log_from; one statement reads both from one snapshot, so a
-// purge (which needs the run ended) never takes rows from under it.
+// after its log_from; one statement reads both from one snapshot, and
+// RunLogPurge moves and deletes in one transaction, so the statement sees
+// the whole log either before or after a purge.
 func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT false, first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2
 		UNION ALL
