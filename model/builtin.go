@@ -198,7 +198,10 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 				return thread.ModelResult{}, ctx.Err()
 			case <-tick:
 			}
-		} else if done != nil {
+		}
+		// Checked again after a tick: when both were ready, select chose
+		// at random, and no token may follow the end of ctx.
+		if done != nil {
 			select {
 			case <-done:
 				return thread.ModelResult{}, ctx.Err()

@@ -140,6 +140,9 @@ func TestBuiltinCancel(t *testing.T) {
 	}{
 		{"no delay", 0},
 		{"with delay", time.Millisecond},
+		// A tick is nearly always ready by the time onToken returns:
+		// the cancel must still win.
+		{"with a tick ready", time.Microsecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
