@@ -231,6 +231,7 @@ type LoadResult struct {
 	AddedDelayMS     loadDist         `json:"added_delay_ms"`
 	AddedDelayUpper  loadDist         `json:"added_delay_upper_bound_ms"`
 	SlipFreeMS       loadDist         `json:"added_delay_slip_free_ms"`
+	AllStreamingMS   loadDist         `json:"added_delay_all_streaming_ms"`
 	ModelSlipMS      loadDist         `json:"model_slip_ms"`
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
@@ -281,6 +282,8 @@ const loadDelayMethod = "Client side, per token, on one clock (client and servic
 	"(a lower bound; the last tokens of a run tend to 0). " +
 	"added_delay_upper_bound_ms takes start = the run's created_at (GET .../runs/{id}; set before the run's first database write, so before the model starts): " +
 	"an upper bound that adds the run's creation time and any slip. " +
+	"added_delay_all_streaming_ms is added_delay_ms for the tokens read while all K runs stream: after the last run's POST + 0.5 s and before any run's last token " +
+	"(no start or end of a run in the window; empty when the runs do not overlap that long). " +
 	"Tokens produced while their client was away (replayed on rejoin) count for exactly-once, not for delay. " +
 	"server_publish_delay is the service's own histogram threadline_token_publish_delay_seconds over the same window " +
 	"(model produced the oldest token of a log batch -> batch published after its durable commit; excludes the HTTP write). " +
@@ -987,9 +990,19 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	res.RunsStarted = len(clients)
 	res.TokensExpected = int64(len(clients)) * int64(o.tokens)
 	res.ExactlyOnce = true
-	var lower, upper, slipFree, slips, gaps, first, span []float64
+	var lower, upper, slipFree, slips, gaps, first, span, all []float64
 	var mism []string
 	iv := interval.Seconds() * 1000
+	// The window in which every run streams: after the last POST (and the
+	// start burst it ends) and before the first run's last token.
+	var allFrom, allTo time.Time
+	for _, c := range clients {
+		allFrom = later(allFrom, c.sent)
+		if n := len(c.arrivals); n > 0 && !c.arrivals[n-1].IsZero() && (allTo.IsZero() || c.arrivals[n-1].Before(allTo)) {
+			allTo = c.arrivals[n-1]
+		}
+	}
+	allFrom = allFrom.Add(500 * time.Millisecond)
 	for _, c := range clients {
 		res.TokensDelivered += c.tokens
 		if c.rejoined {
@@ -1099,11 +1112,15 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 				continue // produced before the client asked again: not a live token
 			}
 			lower = append(lower, o[s]-anchor)
+			if a := c.arrivals[s]; a.After(allFrom) && a.Before(allTo) {
+				all = append(all, o[s]-anchor)
+			}
 			slipFree = append(slipFree, o[s]-suffix[s])
 			upper = append(upper, o[s]-up)
 		}
 	}
 	res.SlipFreeMS = loadPercentiles(slipFree)
+	res.AllStreamingMS = loadPercentiles(all)
 	res.ModelSlipMS = loadPercentiles(slips)
 	res.AddedDelayMS = loadPercentiles(lower)
 	res.AddedDelayUpper = loadPercentiles(upper)
@@ -1122,6 +1139,13 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	if res.TokensDelivered != res.TokensExpected {
 		res.ExactlyOnce = false
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // ---- the child service ----

@@ -40,7 +40,7 @@ func TestBenchLoadSmall(t *testing.T) {
 		t.Fatalf("first line is not JSON: %v\n%s", err, lines[0])
 	}
 	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
-		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "server_publish_delay", "delay_method", "server_cpu_s",
+		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "server_publish_delay", "delay_method", "server_cpu_s",
 		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
 		if _, ok := res[key]; !ok {
 			t.Errorf("result has no %q key: %s", key, lines[0])
