@@ -7,13 +7,16 @@ import (
 	"io"
 )
 
-const benchUsage = `usage: threadline bench peer|load [flags]
+const benchUsage = `usage: threadline bench peer|load|floor [flags]
 
   peer   the workload of the peer comparison (PEER_WORKLOAD.md): turns, forks,
          edits, snapshots, history, bytes per turn and tokens/s, in-process
          and over HTTP; prints one JSON object as the last line of stdout
   load   K concurrent streams over real HTTP against a service, with clients
          that disconnect and rejoin; prints one JSON object per K
+  floor  the floor under load (what bench load --floor starts): the same
+         stream endpoints kept in memory, no database, no durability; not a
+         service to deploy
 
 Run either with --help to list its settings.
 `
@@ -29,6 +32,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return benchPeer(ctx, args[1:], getenv, stdout, stderr)
 	case "load":
 		return benchLoad(ctx, args[1:], getenv, stdout, stderr)
+	case "floor":
+		return benchFloor(ctx, args[1:], getenv, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

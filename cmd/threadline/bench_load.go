@@ -80,6 +80,7 @@ type loadOpts struct {
 	warmup      bool
 	cpuProfile  string
 	selfProfile string
+	floor       bool
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
@@ -109,6 +110,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
 	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
+	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is `bench floor`, the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -157,6 +159,9 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 		o.url = strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	} else if o.serverPID != 0 {
 		return o, errors.New("--server-pid goes with --url")
+	}
+	if o.floor && o.url != "" {
+		return o, errors.New("--floor starts its own child; it does not go with --url")
 	}
 	return o, nil
 }
@@ -392,7 +397,7 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer stopProfile()
 
-	if o.url == "" || o.dbURL != "" {
+	if (o.url == "" && !o.floor) || o.dbURL != "" {
 		if o.dbURL == "" {
 			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
 			if o.dbURL, err = store.StartOwnCluster(ctx, stderr); err != nil {
@@ -412,7 +417,7 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 			return fmt.Errorf("connect to %s: %w", redactURL(o.dbURL), err)
 		}
 		pgver = pgVersion(ctx, conn)
-		if o.url == "" {
+		if o.url == "" && !o.floor {
 			loadDropStale(ctx, conn, stderr)
 		}
 		conn.Close(ctx)
@@ -513,7 +518,15 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 
 	// The service.
 	var tgt loadTarget
-	if o.url == "" {
+	if o.floor {
+		child, err := loadStartChild(ctx, o, k, "", interval, stderr)
+		if err != nil {
+			return res, err
+		}
+		defer child.stop(stderr)
+		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, child: child}
+		res.Target = "child: " + o.serverBin + " bench floor on " + child.addr + " (the floor: in memory, no database, no durability)"
+	} else if o.url == "" {
 		dbName, err := loadCreateDB(ctx, o.dbURL, k)
 		if err != nil {
 			return res, err
@@ -1167,6 +1180,9 @@ func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interv
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(o.serverBin, "serve")
+	if o.floor {
+		cmd = exec.Command(o.serverBin, "bench", "floor")
+	}
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "THREADLINE_") {
