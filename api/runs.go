@@ -156,7 +156,7 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if ev.Type == thread.KindToken {
 			// Tokens are most of a stream: write their line directly
 			// rather than through reflection and re-compaction.
-			line = appendTokenLine(line[:0], &ev)
+			line = AppendTokenLine(line[:0], &ev)
 			if _, err := bw.Write(line); err != nil {
 				return err
 			}
@@ -213,9 +213,10 @@ func eventLine(ev *thread.Event) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// appendTokenLine appends a token event's NDJSON line, byte for byte what
+// AppendTokenLine appends a token event's NDJSON line, byte for byte what
 // json.Encoder writes for it (field order, HTML escaping, trailing newline).
-func appendTokenLine(b []byte, ev *thread.Event) []byte {
+// It is exported for `bench floor`, which must write the same lines.
+func AppendTokenLine(b []byte, ev *thread.Event) []byte {
 	b = append(b, `{"type":"token","run_id":"`...)
 	b = checkpoint.AppendUUID(b, ev.RunID)
 	b = append(b, `","sequence":`...)

@@ -24,8 +24,8 @@ func TestAppendTokenLine(t *testing.T) {
 		if err := json.NewEncoder(&want).Encode(ev); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendTokenLine(nil, &ev); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("appendTokenLine(%q) =\n%s\nwant\n%s", text, got, want.Bytes())
+		if got := AppendTokenLine(nil, &ev); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("AppendTokenLine(%q) =\n%s\nwant\n%s", text, got, want.Bytes())
 		}
 	}
 }
@@ -43,7 +43,7 @@ func BenchmarkTokenLine(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		var line []byte
 		for b.Loop() {
-			line = appendTokenLine(line[:0], &ev)
+			line = AppendTokenLine(line[:0], &ev)
 		}
 	})
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/stream"
@@ -270,18 +271,10 @@ func (f *floorServer) stream(w http.ResponseWriter, r *http.Request, run *floorR
 	}
 }
 
-// line is ev's NDJSON line; a token's is byte for byte the service's.
+// line is ev's NDJSON line; a token's is the service's own (api.AppendTokenLine).
 func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 	if ev.seq > 1 && !ev.final {
-		b = append(b, `{"type":"token","run_id":"`...)
-		b = checkpoint.AppendUUID(b, run.id)
-		b = append(b, `","sequence":`...)
-		b = strconv.AppendInt(b, ev.seq, 10)
-		b = append(b, `,"message_id":"`...)
-		b = checkpoint.AppendUUID(b, run.msg)
-		b = append(b, `","text":`...)
-		b = checkpoint.AppendJSONString(b, ev.text)
-		return append(b, "}\n"...)
+		return api.AppendTokenLine(b, &thread.Event{Type: thread.KindToken, RunID: run.id, Sequence: ev.seq, MessageID: run.msg, Text: ev.text})
 	}
 	status, msgs := "running", "[]"
 	if ev.final {
