@@ -110,7 +110,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
 	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
-	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is `bench floor`, the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
+	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
