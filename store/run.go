@@ -533,6 +533,19 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	return s.sendBatch(ctx, b, "finish run")
 }
 
+// RunFinishAll ends several runs in one batch and one implicit
+// transaction; see thread.Store. Any refusal fails them all.
+func (s *Store) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error {
+	b := &pgx.Batch{}
+	now := s.clock()
+	for _, in := range ins {
+		if err := queueFinish(b, in, now); err != nil {
+			return err
+		}
+	}
+	return s.sendBatch(ctx, b, "finish runs")
+}
+
 // queueFinish queues RunFinish's statements: the guard, the assistant
 // checkpoint, the compacted log replacing the live segments, the run's end
 // and the thread's title when it has none.
@@ -581,9 +594,14 @@ func finishJSON(in thread.RunFinish) (usage, rerr []byte) {
 	return usage, rerr
 }
 
-// RunLeaseRenew extends the owner's leases; see thread.Store.
+// RunLeaseRenew extends the owner's leases; see thread.Store. A run whose
+// row another transaction holds is skipped, not waited for: it is being
+// ended or flagged, and the next renewal takes it. Waiting could deadlock
+// with a write of several runs' ends (RunFinishAll), which locks its runs
+// in another order.
 func (s *Store) RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_until = $2 WHERE owner = $1 AND status = 'running'
+	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_until = $2 WHERE id IN (
+			SELECT id FROM runs WHERE owner = $1 AND status = 'running' FOR UPDATE SKIP LOCKED)
 		RETURNING id, cancel_requested`, owner, until)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", interpretError(err))

@@ -1058,3 +1058,87 @@ func TestRunCreateAll(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFinishAll: several ends in one write; one refusal (a run that
+// already ended) writes none of them.
+func TestRunFinishAll(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	var fins []thread.RunFinish
+	for range 3 {
+		th := newThread(t, s, "alice")
+		in, fin := benchTurn(th, uuid.Nil)
+		if _, err := s.RunCreate(ctx, in, fin.Records[0]); err != nil {
+			t.Fatal(err)
+		}
+		fins = append(fins, fin)
+	}
+	if err := s.RunFinish(ctx, fins[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RunFinishAll(ctx, fins); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+		t.Fatalf("RunFinishAll with an ended run: got %v, want conflict", err)
+	}
+	for _, i := range []int{0, 2} {
+		if r, err := s.RunGet(ctx, fins[i].Run.ThreadID, fins[i].Run.ID); err != nil || r.Status != thread.RunRunning {
+			t.Fatalf("run %d of a refused batch: %+v (%v), want still running", i, r, err)
+		}
+	}
+	if err := s.RunFinishAll(ctx, []thread.RunFinish{fins[0], fins[2]}); err != nil {
+		t.Fatalf("RunFinishAll: %v", err)
+	}
+	for _, fin := range fins {
+		r, err := s.RunGet(ctx, fin.Run.ThreadID, fin.Run.ID)
+		if err != nil || r.Status != thread.RunSucceeded || r.LastSequence != int64(len(fin.Records)) {
+			t.Fatalf("ended run: %+v (%v), want succeeded at sequence %d", r, err, len(fin.Records))
+		}
+		log, err := s.RunEventsAfter(ctx, fin.Run.ID, 0)
+		if err != nil || fmt.Sprint(log) != fmt.Sprint(fin.Records) {
+			t.Fatalf("log after RunFinishAll: got %d records (%v), want the %d written", len(log), err, len(fin.Records))
+		}
+	}
+}
+
+// TestRunLeaseRenewSkipsLocked: a renewal extends the owner's running runs
+// and returns those flagged for cancel, and it passes over a run whose row
+// another transaction holds instead of waiting for it.
+func TestRunLeaseRenewSkipsLocked(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	ctx := context.Background()
+	var runs []*thread.Run
+	for range 2 {
+		th := newThread(t, s, "alice")
+		in, fin := benchTurn(th, uuid.Nil)
+		r, err := s.RunCreate(ctx, in, fin.Records[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	if err := s.RunRequestCancel(ctx, runs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cancels, err := s.RunLeaseRenew(rctx, "test", until)
+	if err != nil || len(cancels) != 1 || cancels[0] != runs[0].ID {
+		t.Fatalf("renew with a locked run: cancels %v (%v), want [%s] without waiting", cancels, err, runs[0].ID)
+	}
+	for i, want := range []bool{true, false} {
+		r, err := s.RunGet(ctx, runs[i].ThreadID, runs[i].ID)
+		if err != nil || r.LeaseUntil.Equal(until) != want {
+			t.Fatalf("run %d: lease until %v (%v); renewed: got %v, want %v", i, r.LeaseUntil, err, !want, want)
+		}
+	}
+}

@@ -1,8 +1,7 @@
 package thread
 
-// PendingStarts is how many starts wait for the starter's next write.
-func PendingStarts(s *Service) int {
-	s.starts.mu.Lock()
-	defer s.starts.mu.Unlock()
-	return len(s.starts.pending)
-}
+// PendingStarts is how many starts wait for the starts batcher's next write.
+func PendingStarts(s *Service) int { return s.starts.waiting() }
+
+// PendingEnds is how many run ends wait for the ends batcher's next write.
+func PendingEnds(s *Service) int { return s.ends.waiting() }

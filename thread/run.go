@@ -473,7 +473,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and is written whole
 		}
-		err := s.starts.start(in, firstRec)
+		err := s.starts.write(startReq{in, firstRec})
 		if err != nil {
 			// Refused or not saved: nothing of the run exists. Free the
 			// thread before the caller hears of it.
@@ -608,7 +608,7 @@ func (s *Service) finish(f finishing) {
 	if f.create != nil {
 		err = s.store.RunComplete(ctx, *f.create, in)
 	} else {
-		err = s.store.RunFinish(ctx, in)
+		err = s.ends.write(in)
 	}
 	if err != nil {
 		// Nothing more is published. A committed start: the lease lapses

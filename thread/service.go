@@ -55,7 +55,8 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	commits *committer
-	starts  *starter
+	starts  *batcher[startReq]
+	ends    *batcher[RunFinish]
 
 	mu       sync.Mutex
 	trees    map[uuid.UUID]*checkpoint.Tree
@@ -96,7 +97,8 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
 	s.commits = newCommitter(s)
-	s.starts = newStarter(s)
+	s.starts = newStarts(store)
+	s.ends = newEnds(store)
 	return s
 }
 

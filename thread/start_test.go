@@ -445,21 +445,26 @@ func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
 	}
 }
 
-// heldStore holds the first single start until released, so that the
-// starts that come meanwhile queue behind it; it records the writes of
-// several starts and can refuse them.
+// heldStore holds the first single write of a run's start (or, with
+// ends, of a run's end) until released, so that the starts (ends) that
+// come meanwhile queue behind it; it records the writes of several and
+// can refuse them.
 type heldStore struct {
 	*store.Store
+	ends    bool
 	hold    chan struct{}
 	once    sync.Once
 	entered chan struct{}
 	mu      sync.Mutex
 	singles int
-	alls    []int // the size of each RunCreateAll
+	alls    []int // the size of each write of several
 	failAll bool
 }
 
-func (h *heldStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+func (h *heldStore) single(held bool) {
+	if !held {
+		return
+	}
 	h.mu.Lock()
 	h.singles++
 	h.mu.Unlock()
@@ -467,30 +472,58 @@ func (h *heldStore) RunCreate(ctx context.Context, in thread.RunCreate, first th
 		close(h.entered)
 		<-h.hold
 	})
+}
+
+func (h *heldStore) several(held bool, n int) error {
+	if !held {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.alls = append(h.alls, n)
+	if h.failAll {
+		return errInjected
+	}
+	return nil
+}
+
+func (h *heldStore) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
+	h.single(!h.ends)
 	return h.Store.RunCreate(ctx, in, first)
 }
 
 func (h *heldStore) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts []thread.Record) error {
-	h.mu.Lock()
-	h.alls = append(h.alls, len(ins))
-	fail := h.failAll
-	h.mu.Unlock()
-	if fail {
-		return errInjected
+	if err := h.several(!h.ends, len(ins)); err != nil {
+		return err
 	}
 	return h.Store.RunCreateAll(ctx, ins, firsts)
 }
 
-// TestStartsShareAWrite: starts whose linger runs out while another start
-// is being written go to the database together, in one write; when that
-// write is refused, each is written alone. Every run starts either way.
-func TestStartsShareAWrite(t *testing.T) {
+func (h *heldStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	h.single(h.ends)
+	return h.Store.RunFinish(ctx, in)
+}
+
+func (h *heldStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error {
+	if err := h.several(h.ends, len(ins)); err != nil {
+		return err
+	}
+	return h.Store.RunFinishAll(ctx, ins)
+}
+
+// TestWritesShareAWrite: starts whose linger runs out, or ends of runs,
+// that come while another one is being written go to the database
+// together, in one write; when that write is refused, each is written
+// alone. Every run starts and ends either way.
+func TestWritesShareAWrite(t *testing.T) {
 	t.Parallel()
-	for _, failAll := range []bool{false, true} {
-		t.Run(fmt.Sprintf("refused=%v", failAll), func(t *testing.T) {
+	for _, c := range []struct {
+		ends, failAll bool
+	}{{false, false}, {false, true}, {true, false}, {true, true}} {
+		t.Run(fmt.Sprintf("ends=%v/refused=%v", c.ends, c.failAll), func(t *testing.T) {
 			t.Parallel()
 			g := newGated()
-			hs := &heldStore{Store: store.New(pgtest.Pool(t)), hold: make(chan struct{}), entered: make(chan struct{}), failAll: failAll}
+			hs := &heldStore{Store: store.New(pgtest.Pool(t)), ends: c.ends, hold: make(chan struct{}), entered: make(chan struct{}), failAll: c.failAll}
 			svc := thread.New(hs, stream.New[thread.Event](64), models{m: g}, hs.Store, thread.Config{StartLinger: time.Millisecond})
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -508,40 +541,48 @@ func TestStartsShareAWrite(t *testing.T) {
 				r, _, err := svc.StartRun(ctx, "local", uuid.New(), thread.RunRequest{Message: msg("q")})
 				results <- result{r, err}
 			}
-			go startOne()
-			<-hs.entered // the first start's write is held
-			for range n - 1 {
+			pending := thread.PendingStarts
+			var runs []*thread.Run
+			collect := func() {
+				for range n {
+					res := <-results
+					if res.err != nil {
+						t.Fatalf("StartRun: %v", res.err)
+					}
+					runs = append(runs, res.r)
+				}
+			}
+			if c.ends {
+				// All runs start; when the model lets them go, the first
+				// end's write is held and the others queue.
+				pending = thread.PendingEnds
+				for range n {
+					go startOne()
+				}
+				collect()
+				close(g.release)
+			} else {
 				go startOne()
 			}
-			// The other starts' lingers run out and they queue; then the
-			// first write goes through and the queue follows.
+			<-hs.entered
+			if !c.ends {
+				for range n - 1 {
+					go startOne()
+				}
+			}
 			deadline := time.Now().Add(10 * time.Second)
-			for thread.PendingStarts(svc) < n-1 {
+			for pending(svc) < n-1 {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d starts pending after 10 s, want %d", thread.PendingStarts(svc), n-1)
+					close(hs.hold) // let the held write finish before cleanup
+					t.Fatalf("%d writes pending after 10 s, want %d", pending(svc), n-1)
 				}
 				time.Sleep(time.Millisecond)
 			}
 			close(hs.hold)
-			var runs []*thread.Run
-			for range n {
-				res := <-results
-				if res.err != nil {
-					t.Fatalf("StartRun: %v", res.err)
-				}
-				runs = append(runs, res.r)
+			if !c.ends {
+				collect()
+				close(g.release)
 			}
-			hs.mu.Lock()
-			singles, alls := hs.singles, append([]int(nil), hs.alls...)
-			hs.mu.Unlock()
-			wantSingles := 1
-			if failAll {
-				wantSingles = n
-			}
-			if len(alls) != 1 || alls[0] != n-1 || singles != wantSingles {
-				t.Fatalf("writes: %d single starts and batches of %v; want %d single and one batch of %d", singles, alls, wantSingles, n-1)
-			}
-			close(g.release)
 			for _, r := range runs {
 				evs, err := follow(t, svc, r)
 				if err != nil {
@@ -551,6 +592,16 @@ func TestStartsShareAWrite(t *testing.T) {
 				if got, err := hs.Store.RunGet(ctx, r.ThreadID, r.ID); err != nil || got.Status != thread.RunSucceeded {
 					t.Fatalf("run after its stream: %+v (%v), want succeeded", got, err)
 				}
+			}
+			hs.mu.Lock()
+			singles, alls := hs.singles, append([]int(nil), hs.alls...)
+			hs.mu.Unlock()
+			wantSingles := 1
+			if c.failAll {
+				wantSingles = n
+			}
+			if len(alls) != 1 || alls[0] != n-1 || singles != wantSingles {
+				t.Fatalf("writes: %d single and batches of %v; want %d single and one batch of %d", singles, alls, wantSingles, n-1)
 			}
 		})
 	}

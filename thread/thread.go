@@ -256,6 +256,10 @@ type Store interface {
 	RunLogPurge(ctx context.Context) (more bool, err error)
 	// RunFinish ends a running run; conflict if it is not running any more.
 	RunFinish(ctx context.Context, in RunFinish) error
+	// RunFinishAll ends several running runs, each as RunFinish would, in
+	// one round trip and one commit. It is all or nothing: any refusal
+	// returns its error and writes nothing.
+	RunFinishAll(ctx context.Context, ins []RunFinish) error
 	// RunLeaseRenew extends the leases of the owner's running runs and
 	// returns those whose cancel was requested elsewhere.
 	RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error)

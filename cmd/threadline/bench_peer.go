@@ -1286,6 +1286,11 @@ func (t *timedStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	return t.Store.RunFinish(ctx, in)
 }
 
+func (t *timedStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error {
+	defer t.since("RunFinishAll", time.Now())
+	return t.Store.RunFinishAll(ctx, ins)
+}
+
 func sum(xs []float64) float64 {
 	var s float64
 	for _, x := range xs {

@@ -1,0 +1,116 @@
+package thread
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// batcher writes what arrives while one of its writes is in flight
+// together: every request pending when a write begins goes into that
+// write, one round trip and one commit for all of them (all). A burst of
+// run starts or run ends then keeps one connection busy instead of a
+// pool's worth, each with its own commit, and a lone request is written at
+// once (one). A write of several is all or nothing, so when it is refused
+// each request is written again alone and gets its own answer.
+type batcher[T any] struct {
+	mu      sync.Mutex
+	pending []batchReq[T]
+	kick    chan struct{}
+	all     func(context.Context, []T) error
+	one     func(context.Context, T) error
+}
+
+type batchReq[T any] struct {
+	item T
+	done chan error
+}
+
+func newBatcher[T any](all func(context.Context, []T) error, one func(context.Context, T) error) *batcher[T] {
+	b := &batcher[T]{kick: make(chan struct{}, 1), all: all, one: one}
+	go b.loop()
+	return b
+}
+
+// write writes item, with whatever else is pending, and returns the
+// store's answer for it.
+func (b *batcher[T]) write(item T) error {
+	req := batchReq[T]{item: item, done: make(chan error, 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, req)
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+	return <-req.done
+}
+
+// waiting is how many requests wait for the next write.
+func (b *batcher[T]) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
+func (b *batcher[T]) loop() {
+	for range b.kick {
+		b.mu.Lock()
+		batch := b.pending
+		b.pending = nil
+		b.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if len(batch) > 1 {
+			items := make([]T, len(batch))
+			for i, r := range batch {
+				items[i] = r.item
+			}
+			if err := b.all(ctx, items); err == nil {
+				for _, r := range batch {
+					r.done <- nil
+				}
+				cancel()
+				continue
+			}
+		}
+		for _, r := range batch {
+			r.done <- b.one(ctx, r.item)
+		}
+		cancel()
+	}
+}
+
+// startReq is a run's start for the starts batcher.
+type startReq struct {
+	in    RunCreate
+	first Record
+}
+
+// newStarts batches the starts of runs whose linger ran out
+// (Store.RunCreateAll).
+func newStarts(st Store) *batcher[startReq] {
+	return newBatcher(func(ctx context.Context, rs []startReq) error {
+		ins, firsts := make([]RunCreate, len(rs)), make([]Record, len(rs))
+		for i, r := range rs {
+			ins[i], firsts[i] = r.in, r.first
+		}
+		return st.RunCreateAll(ctx, ins, firsts)
+	}, func(ctx context.Context, r startReq) error {
+		_, err := st.RunCreate(ctx, r.in, r.first)
+		return err
+	})
+}
+
+// newEnds batches the ends of runs whose start was written alone
+// (Store.RunFinishAll): the runs that started together in a burst end
+// together too.
+func newEnds(st Store) *batcher[RunFinish] {
+	return newBatcher(func(ctx context.Context, ins []RunFinish) error {
+		return st.RunFinishAll(ctx, ins)
+	}, func(ctx context.Context, in RunFinish) error {
+		return st.RunFinish(ctx, in)
+	})
+}
