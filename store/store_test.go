@@ -1142,3 +1142,32 @@ func TestRunLeaseRenewSkipsLocked(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningRunLookupUsesThread: "the running run of this thread" (the
+// guard of threadline_run_begin, RunActive) is found through the thread,
+// even with the generic plan a session caches while the table is empty,
+// never by walking every running run.
+func TestRunningRunLookupUsesThread(t *testing.T) {
+	t.Parallel()
+	_, pool := setup(t)
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE running_of(uuid) AS SELECT id, message_id FROM runs WHERE thread_id = $1 AND status = 'running'`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer conn.Exec(ctx, `DEALLOCATE running_of; RESET plan_cache_mode`)
+	var plan string
+	if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE running_of('00000000-0000-0000-0000-000000000001')`).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, `"Index Cond": "(thread_id = $1)"`) || strings.Contains(plan, "runs_lease") {
+		t.Fatalf("generic plan of the running-run lookup: got %s, want an index scan on thread_id", plan)
+	}
+}
