@@ -113,11 +113,21 @@ func BenchmarkTurn(b *testing.B) {
 }
 
 // BenchmarkFork regenerates the reply in the middle of a thread of N turns
-// (a sibling of it, under the same user message) and drains the run to its
-// final, durable snapshot: what bench peer's fork_ms measures, repeated.
+// (a sibling of it, under the same user message), or with edit sends a new
+// user message beside the one in the middle, and drains the run to its
+// final, durable snapshot: what bench peer's fork_ms and edit_ms measure,
+// repeated.
 func BenchmarkFork(b *testing.B) {
-	for _, n := range []int{10, 100, 500} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n    int
+		edit bool
+	}{{10, false}, {10, true}, {100, false}, {500, false}, {500, true}} {
+		n := c.n
+		name := fmt.Sprintf("N=%d", n)
+		if c.edit {
+			name = fmt.Sprintf("edit/N=%d", n)
+		}
+		b.Run(name, func(b *testing.B) {
 			svc, _ := benchService(b, 200)
 			tid := uuid.New()
 			var leaf uuid.UUID
@@ -131,10 +141,18 @@ func BenchmarkFork(b *testing.B) {
 				users = append(users, snap.Tree.Get(leaf).ParentID)
 			}
 			mid := users[(n+1)/2-1]
+			req := thread.RunRequest{ParentID: mid}
+			if c.edit {
+				snap, err := svc.Snapshot(context.Background(), "local", tid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req = thread.RunRequest{Message: msg(strings.Repeat("e", 64)), ParentID: snap.Tree.Get(mid).ParentID, SourceID: mid}
+			}
 			ctx := context.Background()
 			b.ResetTimer()
 			for b.Loop() {
-				r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{ParentID: mid})
+				r, _, err := svc.StartRun(ctx, "local", tid, req)
 				if err != nil {
 					b.Fatalf("StartRun: %v", err)
 				}

@@ -224,6 +224,7 @@ type peerBench struct {
 	client  *http.Client
 	msgSeq  int
 	pgStats *pgx.Conn
+	commits []float64 // every commit probe, ms
 	closers []func()
 }
 
@@ -241,6 +242,9 @@ type NResult struct {
 	// fork or edit (count, ms), and their mean time.
 	ForkEditBreakdown map[string]any `json:"fork_edit_breakdown"`
 	EditPersistedOK   bool           `json:"edit_persisted_ok"`
+	// CommitMS is this machine's durable commit at the time: a one-row
+	// insert and commit right after each fork and each edit; median.
+	CommitMS float64 `json:"commit_ms"`
 	ThreadStoredBytes int64          `json:"thread_stored_bytes"`
 	ThreadRowBytes    int64          `json:"thread_row_bytes"`
 	BuildTurnMS       float64        `json:"build_turn_ms"`
@@ -260,6 +264,9 @@ type PeerResult struct {
 	TurnBreakdown      map[string]any      `json:"turn_breakdown"`
 	TokensPerS         float64             `json:"tokens_per_s"`
 	HTTPTokensPerS     float64             `json:"http_tokens_per_s"`
+	// CommitMS is the median of every commit probe (NResult.CommitMS):
+	// the share of turn, fork and edit times that is the disk's.
+	CommitMS float64 `json:"commit_ms"`
 	ByN                map[string]*NResult `json:"by_n"`
 	Peer               map[string]any      `json:"peer"`
 	Targets            map[string]bool     `json:"targets"`
@@ -360,6 +367,11 @@ func (b *peerBench) open(ctx context.Context, dbURL string) error {
 	b.timed = &timedStore{Store: st, ops: map[string]*opStat{}}
 	if b.pgStats, err = pgx.Connect(ctx, dbURL); err != nil {
 		return err
+	}
+	// The commit probe's table lives outside the public schema, so the
+	// size figures (sizeSQL) do not count it.
+	if _, err := b.pgStats.Exec(ctx, `CREATE SCHEMA bench_probe; CREATE TABLE bench_probe.commits (x int)`); err != nil {
+		return fmt.Errorf("commit probe table: %w", err)
 	}
 	b.log = slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b.models = benchModels{reply: model.NewBuiltin(peerReplyTokens, 0), big: model.NewBuiltin(b.opt.bigTokens, 0)}
@@ -637,6 +649,16 @@ func (b *peerBench) tableSizes(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
+// probeCommit times a one-row insert and its durable commit, alone, on
+// the bench's own connection: what one commit costs on this machine now.
+func (b *peerBench) probeCommit(ctx context.Context) (float64, error) {
+	t0 := time.Now()
+	if _, err := b.pgStats.Exec(ctx, `INSERT INTO bench_probe.commits VALUES (1)`); err != nil {
+		return 0, fmt.Errorf("commit probe: %w", err)
+	}
+	return ms(time.Since(t0)), nil
+}
+
 func (b *peerBench) totalSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := b.pgStats.QueryRow(ctx, sizeSQL).Scan(&n)
@@ -678,6 +700,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		"history_warm_ms":     "the same on the server with the warm tree cache",
 		"fork_ms":             "in-process regenerate of assistant reply mid = ceil(N/2) (parent = the user message above it, source = the reply) to the final snapshot; median of reps (each adds a sibling)",
 		"edit_ms":             "in-process edit of user message mid (parent = its parent, source = it), the model answers, to the final snapshot; median of reps",
+		"commit_ms":           "this machine's durable commit at the time: a one-row INSERT and its commit on an idle connection (its own table, outside the sizes), right after each fork and each edit; median (per N in by_n, over all N at the top). Every turn, fork and edit includes one such commit: the peer's figures did too, on a machine whose commit time PEER_WORKLOAD.md does not give",
 		"persisted_ok":        "each fork/edit is read back from a snapshot of a new Service (from Postgres) and compared with the stream: reply id, text (also equal to the built-in model's text for that prompt), parent ids, role, status, run id, the edited user message's text and parent, and the head path ending at the new reply",
 		"thread_stored_bytes": "growth of sum(pg_total_relation_size) while the N thread was built (N turns); thread_row_bytes: its live rows as row_bytes_per_turn",
 		"turn_end_ms":         "in-process turn appended under the N thread's main leaf (after the forks and edits); median of end_turns turns; bytes_per_turn_end: size growth over those turns divided by them",
@@ -813,6 +836,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		}
 		res.ByN[strconv.Itoa(n)] = nr
 	}
+	res.CommitMS = round(median(b.commits), 3)
 	res.Peer, res.Targets = comparePeer(res, o.ns)
 	return nil
 }
@@ -951,7 +975,12 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 
 	// fork (regenerate reply mid) and edit (user message mid), in turns, so
 	// that neither always runs first after the reads above.
-	var forkMS, editMS []float64
+	var forkMS, editMS, commitMS []float64
+	probe := func() error {
+		d, err := b.probeCommit(ctx)
+		commitMS = append(commitMS, d)
+		return err
+	}
 	nr.ForkPersistedOK, nr.EditPersistedOK = true, true
 	b.timed.reset()
 	for i := 0; i < o.reps; i++ {
@@ -960,6 +989,9 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 		forkMS = append(forkMS, ms(r.elapsed))
+		if err := probe(); err != nil {
+			return nil, err
+		}
 		if problem := b.verify(ctx, threadID, r, userMid, userTexts[mid-1], nil); problem != "" {
 			nr.ForkPersistedOK = false
 			nr.PersistProblems = append(nr.PersistProblems, "fork: "+problem)
@@ -973,15 +1005,19 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			return nil, fmt.Errorf("edit: %w", err)
 		}
 		editMS = append(editMS, ms(r.elapsed))
+		if err := probe(); err != nil {
+			return nil, err
+		}
 		if problem := b.verify(ctx, threadID, r, r.run.UserMessageID, text, &userParent); problem != "" {
 			nr.EditPersistedOK = false
 			nr.PersistProblems = append(nr.PersistProblems, "edit: "+problem)
 		}
 	}
-	nr.ForkMS, nr.EditMS = round(median(forkMS), 3), round(median(editMS), 3)
+	nr.ForkMS, nr.EditMS, nr.CommitMS = round(median(forkMS), 3), round(median(editMS), 3), round(median(commitMS), 3)
+	b.commits = append(b.commits, commitMS...)
 	nr.ForkEditBreakdown = b.timed.perTurn(len(forkMS)+len(editMS), sum(forkMS)+sum(editMS))
-	progress("N=%d: mid %d: fork_ms %.3f (%s) persisted %v; edit_ms %.3f (%s) persisted %v; store calls per fork or edit (count, ms): %s",
-		n, mid, nr.ForkMS, fmtList(forkMS), nr.ForkPersistedOK, nr.EditMS, fmtList(editMS), nr.EditPersistedOK, fmtBreakdown(nr.ForkEditBreakdown))
+	progress("N=%d: mid %d: fork_ms %.3f (%s) persisted %v; edit_ms %.3f (%s) persisted %v; store calls per fork or edit (count, ms): %s; a bare commit after each: %.3f ms",
+		n, mid, nr.ForkMS, fmtList(forkMS), nr.ForkPersistedOK, nr.EditMS, fmtList(editMS), nr.EditPersistedOK, fmtBreakdown(nr.ForkEditBreakdown), nr.CommitMS)
 	for _, p := range nr.PersistProblems {
 		progress("N=%d: NOT PERSISTED AS STREAMED: %s", n, p)
 	}

@@ -58,7 +58,7 @@ func TestBenchPeerSmall(t *testing.T) {
 			}
 		}
 	}
-	positive("", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn")
+	positive("", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn", "commit_ms")
 	number("", res, "bytes_per_turn")
 	byN, ok := res["by_n"].(map[string]any)
 	if !ok {
@@ -71,7 +71,7 @@ func TestBenchPeerSmall(t *testing.T) {
 			continue
 		}
 		where := "by_n." + n + "."
-		positive(where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes")
+		positive(where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes", "commit_ms")
 		number(where, nr, "thread_stored_bytes", "bytes_per_turn_end")
 		for _, k := range []string{"fork_persisted_ok", "edit_persisted_ok"} {
 			if nr[k] != true {
