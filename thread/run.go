@@ -143,20 +143,29 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		}
 		s.forget(threadID)
 	}
-	th, err := s.store.ThreadGet(ctx, caller, threadID)
+	var th *Thread
+	if req.Message != nil && req.ParentID == uuid.Nil && req.SourceID == uuid.Nil {
+		// A message at the root needs nothing of the thread but its end:
+		// it is taken as a new thread's first message without reading
+		// the thread first. The guard refuses it if the thread exists
+		// and has messages, and then it goes the long way below.
+		err = checkpoint.ErrNotFound
+	} else {
+		th, err = s.store.ThreadGet(ctx, caller, threadID)
+	}
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		// A new thread: the run's first write creates it. If that is
 		// refused (the id was taken meanwhile, by this caller or another),
 		// the thread is read again below.
 		now := s.now()
 		th = &Thread{ID: threadID, Caller: caller, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
-		run, existing, err := s.startRun(ctx, caller, th, &checkpoint.Tree{}, req, model, modelName, true)
-		if err == nil {
+		run, existing, cerr := s.startRun(ctx, caller, th, &checkpoint.Tree{}, req, model, modelName, true)
+		if cerr == nil {
 			s.own(th)
 			return run, existing, nil
 		}
-		if code := checkpoint.ErrorCode(err); code == checkpoint.ERunInProgress || code == "unavailable" || code == checkpoint.EInvalid {
-			return nil, false, err
+		if code := checkpoint.ErrorCode(cerr); code == checkpoint.ERunInProgress || code == "unavailable" || code == checkpoint.EInvalid {
+			return nil, false, cerr
 		}
 		th, err = s.store.ThreadGet(ctx, caller, threadID)
 	}

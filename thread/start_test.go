@@ -434,6 +434,10 @@ func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
 				t.Fatalf("writes: %d thread creations, %s; want no creation, %d start commits and %d merged finishes",
 					creates, cs.counts(), tc.wantCommits, tc.wantFin)
 			}
+			if cs.mu.Lock(); cs.threadGets != 0 {
+				t.Errorf("thread reads before a new thread's first run: got %d, want 0", cs.threadGets)
+			}
+			cs.mu.Unlock()
 			if !saved {
 				return
 			}
@@ -765,5 +769,88 @@ func TestRunPurgesLog(t *testing.T) {
 	recs, err := cs.Store.RunEventsAfter(ctx, r.ID, 0)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("the ended run's log after the purge: got %d records (%v), want 4", len(recs), err)
+	}
+}
+
+// TestRootMessageOnUncachedThread: a message at the root is written as a
+// new thread's first message without reading the thread; on a thread that
+// another process filled, that write is refused and the message goes the
+// long way, appended beside the existing root. On a thread that exists
+// empty it goes through at once.
+func TestRootMessageOnUncachedThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
+	newSvc := func() *thread.Service {
+		svc := thread.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, thread.Config{})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			svc.Shutdown(ctx)
+		})
+		return svc
+	}
+	a, b := newSvc(), newSvc()
+	reads := func() int {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		n := cs.threadGets
+		cs.threadGets = 0
+		return n
+	}
+
+	// Filled by a: b has not seen it.
+	full := uuid.New()
+	r, _, err := a.StartRun(ctx, "local", full, thread.RunRequest{Message: msg("first")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follow(t, a, r); err != nil {
+		t.Fatal(err)
+	}
+	reads()
+	r, _, err = b.StartRun(ctx, "local", full, thread.RunRequest{Message: msg("second root")})
+	if err != nil {
+		t.Fatalf("root message on a thread another process filled: %v", err)
+	}
+	if _, err := follow(t, b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads(); n != 1 {
+		t.Errorf("thread reads: got %d, want 1 (after the refused first write)", n)
+	}
+	snap, err := b.Snapshot(ctx, "local", full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []string
+	for _, n := range snap.Tree.Nodes() {
+		if n.ParentID == uuid.Nil {
+			roots = append(roots, n.Text())
+		}
+	}
+	if snap.Tree.Len() != 4 || len(roots) != 2 || roots[1] != "second root" {
+		t.Fatalf("thread after the second root: %d messages, roots %q; want 4 messages, roots [first, second root]", snap.Tree.Len(), roots)
+	}
+
+	// Created empty by a.
+	empty, _, err := a.CreateThread(ctx, "local", uuid.Nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads()
+	r, _, err = b.StartRun(ctx, "local", empty.ID, thread.RunRequest{Message: msg("hello")})
+	if err != nil {
+		t.Fatalf("root message on an empty thread: %v", err)
+	}
+	if _, err := follow(t, b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads(); n != 0 {
+		t.Errorf("thread reads for an empty thread's first message: got %d, want 0", n)
+	}
+	th, err := cs.Store.ThreadGet(ctx, "local", empty.ID)
+	if err != nil || th.LastSeq != 2 || !th.CreatedAt.Equal(empty.CreatedAt) {
+		t.Fatalf("empty thread after its first run: %+v (%v), want 2 messages and its own creation time %v", th, err, empty.CreatedAt)
 	}
 }
