@@ -1171,3 +1171,40 @@ func TestRunningRunLookupUsesThread(t *testing.T) {
 		t.Fatalf("generic plan of the running-run lookup: got %s, want an index scan on thread_id", plan)
 	}
 }
+
+// BenchmarkRunFinishAll ends 8 running runs (200-token replies each): one
+// at a time (RunFinish: 8 transactions, 8 commits) or together
+// (RunFinishAll: one transaction, one commit), as the service's ends
+// batcher does when ends arrive while one is being written.
+func BenchmarkRunFinishAll(b *testing.B) {
+	const n = 8
+	for _, together := range []bool{false, true} {
+		b.Run(fmt.Sprintf("together=%v", together), func(b *testing.B) {
+			s, _ := setup(b)
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				ins, firsts, fins := make([]thread.RunCreate, n), make([]thread.Record, n), make([]thread.RunFinish, n)
+				for i := range n {
+					ins[i], fins[i] = benchTurn(newThread(b, s, "bench"), uuid.Nil)
+					firsts[i] = fins[i].Records[0]
+				}
+				if err := s.RunCreateAll(ctx, ins, firsts); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if together {
+					if err := s.RunFinishAll(ctx, fins); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				for _, fin := range fins {
+					if err := s.RunFinish(ctx, fin); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
