@@ -1208,3 +1208,29 @@ func BenchmarkRunFinishAll(b *testing.B) {
 		})
 	}
 }
+
+// TestThreadRead: one round trip returns the caller's thread, its
+// checkpoints after a sequence and its running run; nil when none runs;
+// not_found, and nothing else, for another caller.
+func TestThreadRead(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	nodes := chain(t, s, th.ID, uuid.Nil, 4)
+	got, cps, run, err := s.ThreadRead(ctx, "alice", th.ID, 1)
+	if err != nil || got.ID != th.ID || got.LastSeq != 4 || len(cps) != 3 || cps[0].ID != nodes[1].ID || run != nil {
+		t.Fatalf("ThreadRead after 1: thread %+v, %d checkpoints, run %v (%v); want the thread at 4, checkpoints 2..4, no run", got, len(cps), run, err)
+	}
+	in, fin := benchTurn(got, nodes[3].ID)
+	if _, err := s.RunCreate(ctx, in, fin.Records[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, cps, run, err = s.ThreadRead(ctx, "alice", th.ID, 4)
+	if err != nil || got.LastSeq != 5 || len(cps) != 1 || cps[0].ID != in.User.ID || run == nil || run.ID != in.Run.ID || run.Status != thread.RunRunning {
+		t.Fatalf("ThreadRead with a run: thread %+v, checkpoints %v, run %+v (%v); want the user message and the running run", got, cps, run, err)
+	}
+	if got, cps, run, err := s.ThreadRead(ctx, "mallory", th.ID, 0); !errors.Is(err, checkpoint.ErrNotFound) || got != nil || cps != nil || run != nil {
+		t.Fatalf("ThreadRead by another caller: %v, %v, %v (%v); want not_found and nothing", got, cps, run, err)
+	}
+}

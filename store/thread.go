@@ -142,34 +142,82 @@ func (s *Store) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after 
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (checkpoint.Node, error) {
-		var n checkpoint.Node
-		var content, status, atts []byte
-		var err error
-		if err = r.Scan(&n.ThreadID, &n.ID, &n.ParentID, &n.Seq, &n.Role, &content, &status, &atts, &n.RunID, &n.CreatedAt); err != nil {
-			return n, err
-		}
-		n.CreatedAt = n.CreatedAt.UTC()
-		if n.Content, err = decodeParts(content); err != nil {
-			return n, fmt.Errorf("checkpoint %s content: %w", n.ID, err)
-		}
-		if status != nil {
-			n.Status = new(checkpoint.Status)
-			if err := json.Unmarshal(status, n.Status); err != nil {
-				return n, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
-			}
-		}
-		if atts != nil {
-			if err := json.Unmarshal(atts, &n.Attachments); err != nil {
-				return n, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
-			}
-		}
-		return n, nil
-	})
+	out, err := pgx.CollectRows(rows, scanCheckpoint)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// ThreadRead reads the caller's thread, its checkpoints with seq > after
+// and its running run (nil if none) in one round trip; see thread.Store.
+// The three queries are one batch in one implicit transaction; each takes
+// its own snapshot, as separate reads would.
+func (s *Store) ThreadRead(ctx context.Context, caller string, id uuid.UUID, after int64) (*thread.Thread, []checkpoint.Node, *thread.Run, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlThreadGet, id, caller)
+	b.Queue(sqlCheckpointsAfterOwned, id, after, caller)
+	b.Queue(sqlRunActiveOwned, id, caller)
+	br := s.pool.SendBatch(ctx, b)
+	th, nodes, run, err := readThread(br, id)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("read thread: %w", interpretError(cerr))
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return th, nodes, run, nil
+}
+
+func readThread(br pgx.BatchResults, id uuid.UUID) (*thread.Thread, []checkpoint.Node, *thread.Run, error) {
+	th, err := scanThread(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, nil, notFoundThread(id)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read thread: %w", interpretError(err))
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
+	}
+	nodes, err := pgx.CollectRows(rows, scanCheckpoint)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read checkpoints: %w", interpretError(err))
+	}
+	run, err := scanRun(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return th, nodes, nil, nil
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("active run: %w", interpretError(err))
+	}
+	return th, nodes, run, nil
+}
+
+func scanCheckpoint(r pgx.CollectableRow) (checkpoint.Node, error) {
+	var n checkpoint.Node
+	var content, status, atts []byte
+	var err error
+	if err = r.Scan(&n.ThreadID, &n.ID, &n.ParentID, &n.Seq, &n.Role, &content, &status, &atts, &n.RunID, &n.CreatedAt); err != nil {
+		return n, err
+	}
+	n.CreatedAt = n.CreatedAt.UTC()
+	if n.Content, err = decodeParts(content); err != nil {
+		return n, fmt.Errorf("checkpoint %s content: %w", n.ID, err)
+	}
+	if status != nil {
+		n.Status = new(checkpoint.Status)
+		if err := json.Unmarshal(status, n.Status); err != nil {
+			return n, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
+		}
+	}
+	if atts != nil {
+		if err := json.Unmarshal(atts, &n.Attachments); err != nil {
+			return n, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
+		}
+	}
+	return n, nil
 }
 
 // decodeParts decodes a checkpoint's stored content. The common case, one
@@ -212,6 +260,12 @@ var (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
 	sqlThreadGet        = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`)
 	sqlCheckpointsAfter = hot(`SELECT ` + checkpointCols + ` FROM checkpoints WHERE thread_id = $1 AND seq > $2 ORDER BY seq`)
+	// The caller's checks are in each query of ThreadRead's batch, so
+	// nothing of another caller's thread is read, even to be dropped.
+	sqlCheckpointsAfterOwned = hot(`SELECT ` + checkpointCols + ` FROM checkpoints
+		WHERE thread_id = $1 AND seq > $2 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND ($3 = '' OR caller = $3)) ORDER BY seq`)
+	sqlRunActiveOwned = hot(`SELECT ` + runCols + ` FROM runs
+		WHERE thread_id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2))`)
 )
 
 func checkpointArgs(n *checkpoint.Node) []any {

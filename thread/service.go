@@ -236,6 +236,39 @@ func (s *Service) forget(id uuid.UUID) {
 // tree returns the thread's checkpoint tree, reading from the store only the
 // checkpoints the cache does not have yet.
 func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error) {
+	return s.treeRead(ctx, th, -1, nil)
+}
+
+// cachedSeq is where the cached tree of the thread ends (0: none cached):
+// the checkpoints after it are the ones to read with the thread.
+func (s *Service) cachedSeq(id uuid.UUID) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.trees[id]; t != nil {
+		return t.LastSeq()
+	}
+	return 0
+}
+
+// read reads the caller's thread, its tree and its running run in one
+// round trip (Store.ThreadRead), with the checkpoints the cache lacks.
+func (s *Service) read(ctx context.Context, caller string, id uuid.UUID) (*Thread, *checkpoint.Tree, *Run, error) {
+	from := s.cachedSeq(id)
+	th, nodes, run, err := s.store.ThreadRead(ctx, caller, id, from)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := s.treeRead(ctx, th, from, nodes)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return th, t, run, nil
+}
+
+// treeRead is tree with the checkpoints after seq from already read
+// (from < 0: none). If the cache no longer ends at from (it moved, or it
+// is stale), they are read again.
+func (s *Service) treeRead(ctx context.Context, th *Thread, from int64, nodes []checkpoint.Node) (*checkpoint.Tree, error) {
 	s.mu.Lock()
 	t := s.trees[th.ID]
 	s.mu.Unlock()
@@ -256,9 +289,11 @@ func (s *Service) tree(ctx context.Context, th *Thread) (*checkpoint.Tree, error
 		s.own(th)
 		return t, nil
 	}
-	nodes, err := s.store.CheckpointsAfter(ctx, th.ID, t.LastSeq())
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoints: %w", err)
+	if from != t.LastSeq() {
+		var err error
+		if nodes, err = s.store.CheckpointsAfter(ctx, th.ID, t.LastSeq()); err != nil {
+			return nil, fmt.Errorf("load checkpoints: %w", err)
+		}
 	}
 	nt, err := t.Append(nodes...)
 	if err != nil {
@@ -297,11 +332,8 @@ func (s *Service) remember(id uuid.UUID, t *checkpoint.Tree) {
 // Checkpoints returns the thread's whole checkpoint tree; not_found for
 // unknown or foreign threads.
 func (s *Service) Checkpoints(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Tree, error) {
-	th, err := s.store.ThreadGet(ctx, caller, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.tree(ctx, th)
+	_, t, _, err := s.read(ctx, caller, id)
+	return t, err
 }
 
 // SetHead remembers the branch the client shows. The message must be in the
@@ -332,21 +364,13 @@ func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid
 // not_found for unknown or foreign threads.
 func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*ThreadSnapshot, error) {
 	for attempt := 0; ; attempt++ {
-		th, err := s.store.ThreadGet(ctx, caller, id)
-		if err != nil {
-			return nil, err
-		}
-		t, err := s.tree(ctx, th)
+		th, t, r, err := s.read(ctx, caller, id)
 		if err != nil {
 			return nil, err
 		}
 		snap := &ThreadSnapshot{Snapshot: Snapshot{ThreadID: id, Tree: t, Head: th.HeadID}}
-		r, err := s.store.RunActive(ctx, id)
-		if errors.Is(err, checkpoint.ErrNotFound) {
+		if r == nil {
 			return snap, nil
-		}
-		if err != nil {
-			return nil, err
 		}
 		recs, _, err := s.logged(ctx, r.ID, 0)
 		if err != nil {

@@ -24,7 +24,7 @@ type countingStore struct {
 	mu                               sync.Mutex
 	commits, finishes, plainFinishes int
 	appends, threadGets, creates     int
-	logReads                         int
+	logReads, threadReads, cpReads   int
 	failCommit, failFinish           bool
 }
 
@@ -36,6 +36,16 @@ func (c *countingStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, aft
 func (c *countingStore) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thread, bool, error) {
 	c.count(&c.creates)
 	return c.Store.ThreadCreate(ctx, t)
+}
+
+func (c *countingStore) ThreadRead(ctx context.Context, caller string, id uuid.UUID, after int64) (*thread.Thread, []checkpoint.Node, *thread.Run, error) {
+	c.count(&c.threadReads)
+	return c.Store.ThreadRead(ctx, caller, id, after)
+}
+
+func (c *countingStore) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error) {
+	c.count(&c.cpReads)
+	return c.Store.CheckpointsAfter(ctx, threadID, after)
 }
 
 func (c *countingStore) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
@@ -852,5 +862,59 @@ func TestRootMessageOnUncachedThread(t *testing.T) {
 	th, err := cs.Store.ThreadGet(ctx, "local", empty.ID)
 	if err != nil || th.LastSeq != 2 || !th.CreatedAt.Equal(empty.CreatedAt) {
 		t.Fatalf("empty thread after its first run: %+v (%v), want 2 messages and its own creation time %v", th, err, empty.CreatedAt)
+	}
+}
+
+// TestSnapshotIsOneRead: a snapshot of a thread this process has not
+// cached, and again once cached, is one read of the store (the thread,
+// the checkpoints the cache lacks and the running run together).
+func TestSnapshotIsOneRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
+	newSvc := func() *thread.Service {
+		svc := thread.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, thread.Config{})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			svc.Shutdown(ctx)
+		})
+		return svc
+	}
+	a, b := newSvc(), newSvc()
+	tid := uuid.New()
+	var parent uuid.UUID
+	for _, text := range []string{"one", "two"} {
+		r, _, err := a.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg(text), ParentID: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := follow(t, a, r); err != nil {
+			t.Fatal(err)
+		}
+		parent = r.MessageID
+	}
+	reads := func() string {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		got := fmt.Sprintf("%d thread reads, %d thread gets, %d checkpoint reads", cs.threadReads, cs.threadGets, cs.cpReads)
+		cs.threadReads, cs.threadGets, cs.cpReads = 0, 0, 0
+		return got
+	}
+	reads()
+	for _, state := range []string{"cold", "cached"} {
+		snap, err := b.Snapshot(ctx, "local", tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := reads(), "1 thread reads, 0 thread gets, 0 checkpoint reads"; got != want {
+			t.Errorf("%s snapshot: got %s, want %s", state, got, want)
+		}
+		if snap.Tree.Len() != 4 || snap.Tree.Get(parent) == nil || snap.ActiveRun != nil {
+			t.Fatalf("%s snapshot: %d messages, last reply there %v, active run %v; want 4, true, none", state, snap.Tree.Len(), snap.Tree.Get(parent) != nil, snap.ActiveRun)
+		}
+	}
+	if _, err := b.Snapshot(ctx, "mallory", tid); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("another caller's snapshot: got %v, want not_found", err)
 	}
 }

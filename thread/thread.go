@@ -216,6 +216,10 @@ type Store interface {
 	ThreadSetHead(ctx context.Context, caller string, id, head uuid.UUID) error
 	// CheckpointsAfter returns the thread's checkpoints with Seq > after, in Seq order.
 	CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error)
+	// ThreadRead returns, in one round trip, the caller's thread, its
+	// checkpoints with Seq > after in Seq order, and its running run (nil
+	// when none): what a snapshot reads. not_found as ThreadGet.
+	ThreadRead(ctx context.Context, caller string, id uuid.UUID, after int64) (*Thread, []checkpoint.Node, *Run, error)
 
 	// RunCreate starts a run and commits it at once, in one round trip: the
 	// user message, the running run with its first log record, the

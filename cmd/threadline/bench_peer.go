@@ -244,41 +244,41 @@ type NResult struct {
 	EditPersistedOK   bool           `json:"edit_persisted_ok"`
 	// CommitMS is this machine's durable commit at the time: a one-row
 	// insert and commit right after each fork and each edit; median.
-	CommitMS float64 `json:"commit_ms"`
-	ThreadStoredBytes int64          `json:"thread_stored_bytes"`
-	ThreadRowBytes    int64          `json:"thread_row_bytes"`
-	BuildTurnMS       float64        `json:"build_turn_ms"`
-	TurnEndMS         float64        `json:"turn_end_ms"`
-	BytesPerTurnEnd   float64        `json:"bytes_per_turn_end"`
-	Checkpoints       int            `json:"checkpoints"`
-	PersistProblems   []string       `json:"persist_problems,omitempty"`
+	CommitMS          float64  `json:"commit_ms"`
+	ThreadStoredBytes int64    `json:"thread_stored_bytes"`
+	ThreadRowBytes    int64    `json:"thread_row_bytes"`
+	BuildTurnMS       float64  `json:"build_turn_ms"`
+	TurnEndMS         float64  `json:"turn_end_ms"`
+	BytesPerTurnEnd   float64  `json:"bytes_per_turn_end"`
+	Checkpoints       int      `json:"checkpoints"`
+	PersistProblems   []string `json:"persist_problems,omitempty"`
 }
 
 // PeerResult is the JSON object the bench prints last.
 type PeerResult struct {
-	TurnMS             float64             `json:"turn_ms"`
-	HTTPTurnMS         float64             `json:"http_turn_ms"`
-	BytesPerTurn       float64             `json:"bytes_per_turn"`
-	RowBytesPerTurn    float64             `json:"row_bytes_per_turn"`
-	BytesPerTurnTables map[string]float64  `json:"bytes_per_turn_tables"`
-	TurnBreakdown      map[string]any      `json:"turn_breakdown"`
-	TokensPerS         float64             `json:"tokens_per_s"`
-	HTTPTokensPerS     float64             `json:"http_tokens_per_s"`
+	TurnMS             float64            `json:"turn_ms"`
+	HTTPTurnMS         float64            `json:"http_turn_ms"`
+	BytesPerTurn       float64            `json:"bytes_per_turn"`
+	RowBytesPerTurn    float64            `json:"row_bytes_per_turn"`
+	BytesPerTurnTables map[string]float64 `json:"bytes_per_turn_tables"`
+	TurnBreakdown      map[string]any     `json:"turn_breakdown"`
+	TokensPerS         float64            `json:"tokens_per_s"`
+	HTTPTokensPerS     float64            `json:"http_tokens_per_s"`
 	// CommitMS is the median of every commit probe (NResult.CommitMS):
 	// the share of turn, fork and edit times that is the disk's.
-	CommitMS float64 `json:"commit_ms"`
-	ByN                map[string]*NResult `json:"by_n"`
-	Peer               map[string]any      `json:"peer"`
-	Targets            map[string]bool     `json:"targets"`
-	Settings           map[string]any      `json:"settings"`
-	Measured           map[string]string   `json:"measured"`
-	Machine            MachineInfo         `json:"machine"`
-	Postgres           string              `json:"postgres"`
-	GoVersion          string              `json:"go_version"`
-	Commit             string              `json:"commit"`
-	Database           string              `json:"database"`
-	StartedAt          string              `json:"started_at"`
-	DurationS          float64             `json:"duration_s"`
+	CommitMS  float64             `json:"commit_ms"`
+	ByN       map[string]*NResult `json:"by_n"`
+	Peer      map[string]any      `json:"peer"`
+	Targets   map[string]bool     `json:"targets"`
+	Settings  map[string]any      `json:"settings"`
+	Measured  map[string]string   `json:"measured"`
+	Machine   MachineInfo         `json:"machine"`
+	Postgres  string              `json:"postgres"`
+	GoVersion string              `json:"go_version"`
+	Commit    string              `json:"commit"`
+	Database  string              `json:"database"`
+	StartedAt string              `json:"started_at"`
+	DurationS float64             `json:"duration_s"`
 }
 
 // benchPeer runs the peer workload.
@@ -1320,6 +1320,11 @@ func (t *timedStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, after 
 func (t *timedStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	defer t.since("RunFinish", time.Now())
 	return t.Store.RunFinish(ctx, in)
+}
+
+func (t *timedStore) ThreadRead(ctx context.Context, caller string, id uuid.UUID, after int64) (*thread.Thread, []checkpoint.Node, *thread.Run, error) {
+	defer t.since("ThreadRead", time.Now())
+	return t.Store.ThreadRead(ctx, caller, id, after)
 }
 
 func (t *timedStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error {
