@@ -227,3 +227,31 @@ func BenchmarkSnapshotJSON(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshot is get_state: the snapshot of a thread of N turns,
+// cold (its tree not cached: every checkpoint read from Postgres) or
+// cached (the thread row and the running run still read).
+func BenchmarkSnapshot(b *testing.B) {
+	for _, n := range []int{10, 500} {
+		for _, cold := range []bool{true, false} {
+			b.Run(fmt.Sprintf("N=%d/cold=%v", n, cold), func(b *testing.B) {
+				svc, _ := benchService(b, 200)
+				tid := uuid.New()
+				var leaf uuid.UUID
+				for range n {
+					leaf, _ = turn(b, svc, tid, leaf)
+				}
+				ctx := context.Background()
+				for b.Loop() {
+					if cold {
+						thread.Forget(svc, tid)
+					}
+					snap, err := svc.Snapshot(ctx, "local", tid)
+					if err != nil || snap.Tree.Len() != 2*n {
+						b.Fatalf("Snapshot: %v, want %d messages", err, 2*n)
+					}
+				}
+			})
+		}
+	}
+}

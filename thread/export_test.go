@@ -1,7 +1,12 @@
 package thread
 
+import "github.com/google/uuid"
+
 // PendingStarts is how many starts wait for the starts batcher's next write.
 func PendingStarts(s *Service) int { return s.starts.waiting() }
 
 // PendingEnds is how many run ends wait for the ends batcher's next write.
 func PendingEnds(s *Service) int { return s.ends.waiting() }
+
+// Forget drops the thread's cached tree, so the next read is cold.
+func Forget(s *Service, id uuid.UUID) { s.forget(id) }
