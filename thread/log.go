@@ -146,6 +146,13 @@ func (w *logWriter) stop() []Record {
 	return w.all[w.taken:]
 }
 
+// live reports whether the run's start is committed and its end is not.
+func (w *logWriter) live() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.start == startCommitted && !w.ended
+}
+
 // end records that the run's final write committed all, its whole log.
 func (w *logWriter) end(all []Record) {
 	w.mu.Lock()

@@ -412,10 +412,30 @@ func runningNode(r *Run, text string) *checkpoint.Node {
 // log: a running run's LastSequence may be lower than its log's end (see
 // GetRun). not_found for unknown runs or foreign threads.
 func (s *Service) FindRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*Run, error) {
+	if r := s.localFind(caller, threadID, runID); r != nil {
+		return r, nil
+	}
 	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return nil, err
 	}
 	return s.store.RunGet(ctx, threadID, runID)
+}
+
+// localFind answers FindRun from memory for a run this process runs, of
+// the caller's thread, while its start is durable and its end is not yet:
+// the store would say the same (running), and a rejoin or a cancel then
+// costs no read. Before the start commits and once the end has, the store
+// answers.
+func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *Run {
+	s.mu.Lock()
+	ar := s.runs[runID]
+	s.mu.Unlock()
+	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.live() {
+		return nil
+	}
+	r := *ar.run
+	r.first = nil // the StartRun caller's to claim
+	return &r
 }
 
 // GetRun returns the run with its last durable sequence; not_found for

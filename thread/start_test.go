@@ -25,6 +25,7 @@ type countingStore struct {
 	commits, finishes, plainFinishes int
 	appends, threadGets, creates     int
 	logReads, threadReads, cpReads   int
+	runGets                          int
 	failCommit, failFinish           bool
 }
 
@@ -46,6 +47,11 @@ func (c *countingStore) ThreadRead(ctx context.Context, caller string, id uuid.U
 func (c *countingStore) CheckpointsAfter(ctx context.Context, threadID uuid.UUID, after int64) ([]checkpoint.Node, error) {
 	c.count(&c.cpReads)
 	return c.Store.CheckpointsAfter(ctx, threadID, after)
+}
+
+func (c *countingStore) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {
+	c.count(&c.runGets)
+	return c.Store.RunGet(ctx, threadID, runID)
 }
 
 func (c *countingStore) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
@@ -916,5 +922,65 @@ func TestSnapshotIsOneRead(t *testing.T) {
 	}
 	if _, err := b.Snapshot(ctx, "mallory", tid); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Fatalf("another caller's snapshot: got %v, want not_found", err)
+	}
+}
+
+// TestLocalRunFoundInMemory: while this process runs a run whose start is
+// durable, finding it (a rejoin, a cancel, GET run) reads nothing from the
+// store, and only its caller finds it; once its end is durable, the store
+// answers, with the final status.
+func TestLocalRunFoundInMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, svc, cs, tid, r := startGated(t)
+	<-g.started
+	reads := func() (int, int) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		a, b := cs.threadGets, cs.runGets
+		cs.threadGets, cs.runGets = 0, 0
+		return a, b
+	}
+	reads()
+	got, err := svc.GetRun(ctx, "local", tid, r.ID)
+	if err != nil || got.Status != thread.RunRunning || got.ID != r.ID {
+		t.Fatalf("GetRun while running: %+v (%v), want the run, running", got, err)
+	}
+	if tg, rg := reads(); tg != 0 || rg != 0 {
+		t.Errorf("GetRun of a local running run: %d thread reads and %d run reads, want none", tg, rg)
+	}
+	if _, err := svc.FindRun(ctx, "mallory", tid, r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("FindRun by another caller: got %v, want not_found", err)
+	}
+	if _, err := svc.FindRun(ctx, "local", uuid.New(), r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("FindRun under another thread: got %v, want not_found", err)
+	}
+	reads()
+	// A rejoin after the first token, in the background; then the model
+	// finishes.
+	type result struct {
+		evs []thread.Event
+		err error
+	}
+	rejoined := make(chan result, 1)
+	go func() {
+		var evs []thread.Event
+		err := svc.Follow(ctx, "local", tid, r.ID, 2, func(ev thread.Event, _ bool) error {
+			evs = append(evs, ev)
+			return nil
+		})
+		rejoined <- result{evs, err}
+	}()
+	close(g.release)
+	res := <-rejoined
+	if res.err != nil || len(res.evs) != 2 || res.evs[0].Sequence != 3 || !res.evs[1].Final() {
+		t.Fatalf("rejoin after sequence 2: %d events (%v), want sequences 3 and the final snapshot", len(res.evs), res.err)
+	}
+	got, err = svc.GetRun(ctx, "local", tid, r.ID)
+	if err != nil || got.Status != thread.RunSucceeded || got.LastSequence != 4 {
+		t.Fatalf("GetRun after the end: %+v (%v), want succeeded at sequence 4", got, err)
+	}
+	if _, rg := reads(); rg == 0 {
+		t.Errorf("GetRun after the end: no run read; want the store's answer")
 	}
 }
