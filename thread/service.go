@@ -339,22 +339,12 @@ func (s *Service) Checkpoints(ctx context.Context, caller string, id uuid.UUID) 
 // SetHead remembers the branch the client shows. The message must be in the
 // thread (or be its running reply): not_found otherwise.
 func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid.UUID) error {
-	th, err := s.store.ThreadGet(ctx, caller, id)
+	_, t, r, err := s.read(ctx, caller, id)
 	if err != nil {
 		return err
 	}
-	t, err := s.tree(ctx, th)
-	if err != nil {
-		return err
-	}
-	if t.Get(messageID) == nil {
-		r, err := s.store.RunActive(ctx, id)
-		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-			return err
-		}
-		if r == nil || r.MessageID != messageID {
-			return checkpoint.Errorf(checkpoint.ENotFound, "message %s not found in thread %s", messageID, id)
-		}
+	if t.Get(messageID) == nil && (r == nil || r.MessageID != messageID) {
+		return checkpoint.Errorf(checkpoint.ENotFound, "message %s not found in thread %s", messageID, id)
 	}
 	return s.store.ThreadSetHead(ctx, caller, id, messageID)
 }

@@ -984,3 +984,33 @@ func TestLocalRunFoundInMemory(t *testing.T) {
 		t.Errorf("GetRun after the end: no run read; want the store's answer")
 	}
 }
+
+// TestSetHeadOnRunningReply: the head may be the running run's reply,
+// which is not a checkpoint yet; any other unknown message is not_found,
+// and so is another caller's thread.
+func TestSetHeadOnRunningReply(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, svc, cs, tid, r := startGated(t)
+	<-g.started
+	for _, head := range []uuid.UUID{r.UserMessageID, r.MessageID} {
+		if err := svc.SetHead(ctx, "local", tid, head); err != nil {
+			t.Fatalf("head at %s: %v", head, err)
+		}
+		if th, err := cs.Store.ThreadGet(ctx, "local", tid); err != nil || th.HeadID != head {
+			t.Fatalf("thread head: %+v (%v), want %s", th, err, head)
+		}
+	}
+	for _, c := range []struct {
+		caller string
+		msg    uuid.UUID
+	}{{"local", uuid.New()}, {"mallory", r.MessageID}} {
+		if err := svc.SetHead(ctx, c.caller, tid, c.msg); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("head %s by %s: got %v, want not_found", c.msg, c.caller, err)
+		}
+	}
+	close(g.release)
+	if _, err := follow(t, svc, r); err != nil {
+		t.Fatal(err)
+	}
+}
