@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -531,6 +532,20 @@ func (h *heldStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) er
 	return h.Store.RunFinishAll(ctx, ins)
 }
 
+// firstApart serves its first run with first and every later one with
+// rest.
+type firstApart struct {
+	first, rest thread.Model
+	calls       atomic.Int32
+}
+
+func (f *firstApart) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+	if f.calls.Add(1) == 1 {
+		return f.first.Stream(ctx, req, on)
+	}
+	return f.rest.Stream(ctx, req, on)
+}
+
 // TestWritesShareAWrite: starts whose linger runs out, or ends of runs,
 // that come while another one is being written go to the database
 // together, in one write; when that write is refused, each is written
@@ -542,9 +557,15 @@ func TestWritesShareAWrite(t *testing.T) {
 	}{{false, false}, {false, true}, {true, false}, {true, true}} {
 		t.Run(fmt.Sprintf("ends=%v/refused=%v", c.ends, c.failAll), func(t *testing.T) {
 			t.Parallel()
-			g := newGated()
+			// With ends, the first run has a gate of its own, so that its
+			// end is written alone (and held) before the others end.
+			g, first := newGated(), newGated()
+			var m thread.Model = g
+			if c.ends {
+				m = &firstApart{first: first, rest: g}
+			}
 			hs := &heldStore{Store: store.New(pgtest.Pool(t)), ends: c.ends, hold: make(chan struct{}), entered: make(chan struct{}), failAll: c.failAll}
-			svc := thread.New(hs, stream.New[thread.Event](64), models{m: g}, hs.Store, thread.Config{StartLinger: time.Millisecond})
+			svc := thread.New(hs, stream.New[thread.Event](64), models{m: m}, hs.Store, thread.Config{StartLinger: time.Millisecond})
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -573,19 +594,20 @@ func TestWritesShareAWrite(t *testing.T) {
 				}
 			}
 			if c.ends {
-				// All runs start; when the model lets them go, the first
-				// end's write is held and the others queue.
+				// All runs start. The first one's end is written alone
+				// and held; then the others end and queue behind it.
 				pending = thread.PendingEnds
-				for range n {
+				startOne()
+				for range n - 1 {
 					go startOne()
 				}
 				collect()
+				close(first.release)
+				<-hs.entered
 				close(g.release)
 			} else {
 				go startOne()
-			}
-			<-hs.entered
-			if !c.ends {
+				<-hs.entered
 				for range n - 1 {
 					go startOne()
 				}
