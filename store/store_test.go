@@ -26,6 +26,19 @@ func setup(t testing.TB) (*store.Store, *pgxpool.Pool) {
 	return store.New(pool), pool
 }
 
+// acquire is a connection to a fresh test database, for session settings
+// that must not leak into a pool; it is released when the test ends.
+func acquire(t *testing.T) *pgxpool.Conn {
+	t.Helper()
+	_, pool := setup(t)
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
 func newThread(t testing.TB, s *store.Store, caller string) *thread.Thread {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -1149,13 +1162,8 @@ func TestRunLeaseRenewSkipsLocked(t *testing.T) {
 // never by walking every running run.
 func TestRunningRunLookupUsesThread(t *testing.T) {
 	t.Parallel()
-	_, pool := setup(t)
+	conn := acquire(t)
 	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`,
 		`PREPARE running_of(uuid) AS SELECT id, message_id FROM runs WHERE thread_id = $1 AND status = 'running'`} {
 		if _, err := conn.Exec(ctx, q); err != nil {

@@ -12,13 +12,8 @@ import (
 // tables it fails and the connection stays usable.
 func TestWarm(t *testing.T) {
 	t.Parallel()
-	_, pool := setup(t)
+	conn := acquire(t)
 	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	if err := store.Warm(ctx, conn.Conn()); err != nil {
 		t.Fatalf("Warm: %v, want nil", err)
 	}

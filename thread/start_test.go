@@ -810,15 +810,11 @@ func TestRunPurgesLog(t *testing.T) {
 	}
 }
 
-// TestRootMessageOnUncachedThread: a message at the root is written as a
-// new thread's first message without reading the thread; on a thread that
-// another process filled, that write is refused and the message goes the
-// long way, appended beside the existing root. On a thread that exists
-// empty it goes through at once.
-func TestRootMessageOnUncachedThread(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
+// twoServices is two processes' services on one database, through one
+// counting store: b has cached nothing that a writes.
+func twoServices(t *testing.T) (cs *countingStore, a, b *thread.Service) {
+	t.Helper()
+	cs = &countingStore{Store: store.New(pgtest.Pool(t))}
 	newSvc := func() *thread.Service {
 		svc := thread.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, thread.Config{})
 		t.Cleanup(func() {
@@ -828,7 +824,18 @@ func TestRootMessageOnUncachedThread(t *testing.T) {
 		})
 		return svc
 	}
-	a, b := newSvc(), newSvc()
+	return cs, newSvc(), newSvc()
+}
+
+// TestRootMessageOnUncachedThread: a message at the root is written as a
+// new thread's first message without reading the thread; on a thread that
+// another process filled, that write is refused and the message goes the
+// long way, appended beside the existing root. On a thread that exists
+// empty it goes through at once.
+func TestRootMessageOnUncachedThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs, a, b := twoServices(t)
 	reads := func() int {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
@@ -899,17 +906,7 @@ func TestRootMessageOnUncachedThread(t *testing.T) {
 func TestSnapshotIsOneRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
-	newSvc := func() *thread.Service {
-		svc := thread.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, thread.Config{})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			svc.Shutdown(ctx)
-		})
-		return svc
-	}
-	a, b := newSvc(), newSvc()
+	cs, a, b := twoServices(t)
 	tid := uuid.New()
 	var parent uuid.UUID
 	for _, text := range []string{"one", "two"} {
