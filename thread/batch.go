@@ -19,7 +19,13 @@ type batcher[T any] struct {
 	kick    chan struct{}
 	all     func(context.Context, []T) error
 	one     func(context.Context, T) error
+	max     int // the most requests in one write
 }
+
+// batchMax bounds one write: a burst of thousands of ends is written as
+// several transactions of this many, so that none grows without bound and
+// a refused one is retried alone for at most this many requests.
+const batchMax = 256
 
 type batchReq[T any] struct {
 	item T
@@ -27,7 +33,7 @@ type batchReq[T any] struct {
 }
 
 func newBatcher[T any](all func(context.Context, []T) error, one func(context.Context, T) error) *batcher[T] {
-	b := &batcher[T]{kick: make(chan struct{}, 1), all: all, one: one}
+	b := &batcher[T]{kick: make(chan struct{}, 1), all: all, one: one, max: batchMax}
 	go b.loop()
 	return b
 }
@@ -58,6 +64,15 @@ func (b *batcher[T]) loop() {
 		b.mu.Lock()
 		batch := b.pending
 		b.pending = nil
+		if len(batch) > b.max {
+			// The rest waits for the next write, which this one kicks.
+			b.pending = append([]batchReq[T](nil), batch[b.max:]...)
+			batch = batch[:b.max]
+			select {
+			case b.kick <- struct{}{}:
+			default:
+			}
+		}
 		b.mu.Unlock()
 		if len(batch) == 0 {
 			continue
