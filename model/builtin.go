@@ -37,8 +37,10 @@ var _ thread.Model = (*Builtin)(nil)
 // Builtin is the zero-key deterministic model. Its reply is Tokens tokens,
 // each a space and four pseudo-random lowercase letters (5 bytes), drawn
 // from a splitmix64 generator seeded with the FNV-1a hash of the last user
-// message's text and the request's Call. With Delay > 0 one token is sent
-// per Delay; with Delay == 0 tokens are sent back to back with no timer.
+// message's text and the request's Call. With Delay > 0 token i is sent at
+// start + (i+1)*Delay, from a goroutine that every paced stream of the
+// process shares (see pace), so onToken must not block; with Delay == 0
+// tokens are sent back to back on the caller's goroutine with no timer.
 //
 // Stream allocates once per block of 256 tokens and hands out substrings, so
 // pushing tokens costs no allocation per token.
@@ -140,6 +142,24 @@ func fill(s *uint64, b []byte) {
 	}
 }
 
+// tokenSource renders a reply's tokens a block at a time; at(i) must be
+// called for i = 0, 1, 2, … in order.
+type tokenSource struct {
+	s     uint64
+	n     int
+	block []byte
+}
+
+func (t *tokenSource) at(i int) string {
+	k := i % blockTokens
+	if k == 0 {
+		t.block = make([]byte, min(t.n-i, blockTokens)*tokenLen)
+		fill(&t.s, t.block)
+	}
+	// The block is never written again, so its substrings are immutable.
+	return unsafe.String(&t.block[k*tokenLen], tokenLen)
+}
+
 // failCode returns the error code a "/fail " prompt asks for, or "".
 func failCode(prompt string) string {
 	rest, ok := strings.CutPrefix(prompt, "/fail ")
@@ -179,44 +199,28 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 	if fail != "" {
 		n = failTokens
 	}
-	var tick <-chan time.Time
-	if m.Delay > 0 {
-		t := time.NewTicker(m.Delay)
-		defer t.Stop()
-		tick = t.C
-	}
-	done := ctx.Done() // nil for a context that never ends
 	if err := ctx.Err(); err != nil {
 		return thread.ModelResult{}, err
 	}
-	s := seed(prompt, req.Call)
-	var block []byte
-	for i := 0; i < n; i++ {
-		if tick != nil {
-			select {
-			case <-done:
-				return thread.ModelResult{}, ctx.Err()
-			case <-tick:
-			}
-		}
-		// Checked again after a tick: when both were ready, select chose
-		// at random, and no token may follow the end of ctx.
-		if done != nil {
-			select {
-			case <-done:
-				return thread.ModelResult{}, ctx.Err()
-			default:
-			}
-		}
-		k := i % blockTokens
-		if k == 0 {
-			block = make([]byte, min(n-i, blockTokens)*tokenLen)
-			fill(&s, block)
-		}
-		// The block is never written again, so its substrings are immutable.
-		tok := unsafe.String(&block[k*tokenLen], tokenLen)
-		if err := onToken(tok); err != nil {
+	toks := tokenSource{s: seed(prompt, req.Call), n: n}
+	if m.Delay > 0 {
+		send := func(i int) error { return onToken(toks.at(i)) }
+		if err := pace(ctx, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
+		}
+	} else {
+		done := ctx.Done() // nil for a context that never ends
+		for i := 0; i < n; i++ {
+			if done != nil {
+				select {
+				case <-done:
+					return thread.ModelResult{}, ctx.Err()
+				default:
+				}
+			}
+			if err := onToken(toks.at(i)); err != nil {
+				return thread.ModelResult{}, err
+			}
 		}
 	}
 	if fail != "" {

@@ -620,7 +620,11 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 				return err
 			}
 		}
+		// idle breaks off after one to two quiet seconds. A batch only marks
+		// the stream active: stopping and resetting the timer on every token
+		// cost two timer-heap updates per token.
 		idle := time.NewTimer(time.Second)
+		active := false
 	live:
 		for {
 			select {
@@ -632,6 +636,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 				if !ok {
 					break live // lagged or ended: the log has the rest
 				}
+				active = true
 				for i, ev := range batch {
 					if ev.Sequence > last+1 {
 						sub.Close()
@@ -645,18 +650,16 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 					}
 				}
 			case <-idle.C:
+				if active {
+					active = false
+					idle.Reset(time.Second)
+					continue
+				}
 				// Quiet for a while: the run may be owned by another process
 				// or recovered; poll the log.
 				sub.Close()
 				break live
 			}
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
-			}
-			idle.Reset(time.Second)
 		}
 		idle.Stop()
 	}

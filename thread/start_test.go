@@ -1033,3 +1033,65 @@ func TestSetHeadOnRunningReply(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFollowRunOfAnotherProcess: a run that another process executes
+// publishes nothing here, so a follower here reads the log: what is
+// durable when it joins, then the rest after a quiet second, every event
+// once and in order.
+func TestFollowRunOfAnotherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGated()
+	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
+	newSvc := func(m thread.Model) *thread.Service {
+		svc := thread.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, thread.Config{StartLinger: time.Millisecond})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			svc.Shutdown(ctx)
+		})
+		return svc
+	}
+	a, b := newSvc(g), newSvc(&recorder{})
+	tid := uuid.New()
+	ra, _, err := a.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	var r *thread.Run
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if r, err = b.GetRun(ctx, "local", tid, ra.ID); err == nil && r.LastSequence >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first token never became durable: %v, %v", r, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	evs := make(chan thread.Event, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.FollowRun(ctx, "local", r, 0, func(ev thread.Event, _ bool) error {
+			evs <- ev
+			return nil
+		})
+		close(evs)
+	}()
+	for want := int64(1); want <= 2; want++ {
+		if ev := <-evs; ev.Sequence != want {
+			t.Fatalf("event before the release: got sequence %d, want %d", ev.Sequence, want)
+		}
+	}
+	close(g.release)
+	var got []thread.Event
+	for ev := range evs {
+		got = append(got, ev)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("follow: got %v, want nil", err)
+	}
+	if len(got) != 2 || got[0].Sequence != 3 || got[0].Text != " second" || !got[1].Final() || got[1].Sequence != 4 {
+		t.Fatalf("events after the release: got %+v, want token 3 %q and the final snapshot 4", got, " second")
+	}
+}

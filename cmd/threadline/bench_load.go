@@ -194,6 +194,14 @@ func loadPercentiles(v []float64) loadDist {
 	return loadDist{P50: q(0.50), P99: q(0.99), Max: round(v[len(v)-1], 3), Samples: len(v)}
 }
 
+// loadSecond is added_delay_ms for the tokens read in one second of the
+// run, counted from the first POST: it shows whether the tail comes from
+// the start burst, the steady stream or the burst of run ends.
+type loadSecond struct {
+	Second int `json:"second"`
+	loadDist
+}
+
 // loadServerDelay is the service's own histogram of token publication delay.
 type loadServerDelay struct {
 	Metric   string   `json:"metric"`
@@ -237,6 +245,7 @@ type LoadResult struct {
 	AddedDelayUpper  loadDist         `json:"added_delay_upper_bound_ms"`
 	SlipFreeMS       loadDist         `json:"added_delay_slip_free_ms"`
 	AllStreamingMS   loadDist         `json:"added_delay_all_streaming_ms"`
+	BySecond         []loadSecond     `json:"added_delay_by_second"`
 	ModelSlipMS      loadDist         `json:"model_slip_ms"`
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
@@ -287,6 +296,7 @@ const loadDelayMethod = "Client side, per token, on one clock (client and servic
 	"(a lower bound; the last tokens of a run tend to 0). " +
 	"added_delay_upper_bound_ms takes start = the run's created_at (GET .../runs/{id}; set before the run's first database write, so before the model starts): " +
 	"an upper bound that adds the run's creation time and any slip. " +
+	"added_delay_by_second splits added_delay_ms by the second (since the first POST) in which the client read the token. " +
 	"added_delay_all_streaming_ms is added_delay_ms for the tokens read while all K runs stream: after the last run's POST + 0.5 s and before any run's last token " +
 	"(no start or end of a run in the window; empty when the runs do not overlap that long). " +
 	"Tokens produced while their client was away (replayed on rejoin) count for exactly-once, not for delay. " +
@@ -1004,8 +1014,15 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	res.TokensExpected = int64(len(clients)) * int64(o.tokens)
 	res.ExactlyOnce = true
 	var lower, upper, slipFree, slips, gaps, first, span, all []float64
+	var bySecond [][]float64
 	var mism []string
 	iv := interval.Seconds() * 1000
+	var t0 time.Time // the first POST
+	for _, c := range clients {
+		if t0.IsZero() || (!c.sent.IsZero() && c.sent.Before(t0)) {
+			t0 = c.sent
+		}
+	}
 	// The window in which every run streams: after the last POST (and the
 	// start burst it ends) and before the first run's last token.
 	var allFrom, allTo time.Time
@@ -1125,6 +1142,12 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 				continue // produced before the client asked again: not a live token
 			}
 			lower = append(lower, o[s]-anchor)
+			if sec := int(c.arrivals[s].Sub(t0) / time.Second); sec >= 0 {
+				for len(bySecond) <= sec {
+					bySecond = append(bySecond, nil)
+				}
+				bySecond[sec] = append(bySecond[sec], o[s]-anchor)
+			}
 			if a := c.arrivals[s]; a.After(allFrom) && a.Before(allTo) {
 				all = append(all, o[s]-anchor)
 			}
@@ -1134,6 +1157,12 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	}
 	res.SlipFreeMS = loadPercentiles(slipFree)
 	res.AllStreamingMS = loadPercentiles(all)
+	res.BySecond = []loadSecond{}
+	for sec, v := range bySecond {
+		if len(v) > 0 {
+			res.BySecond = append(res.BySecond, loadSecond{sec, loadPercentiles(v)})
+		}
+	}
 	res.ModelSlipMS = loadPercentiles(slips)
 	res.AddedDelayMS = loadPercentiles(lower)
 	res.AddedDelayUpper = loadPercentiles(upper)
