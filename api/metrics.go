@@ -1,6 +1,8 @@
 package api
 
 import (
+	"math"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"time"
 
@@ -36,8 +38,54 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		tokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "threadline_tokens_published_total", Help: "Token events published."}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.streams, m.runs, m.published, m.tokens,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), schedCollector{}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// schedCollector exposes the Go runtime's scheduler latencies
+// (/sched/latencies:seconds: how long ready goroutines waited to run) as
+// threadline_go_sched_latency_seconds with fine buckets; the Go collector's
+// own copy of it has buckets a decade wide. Under a load that fills the
+// cores every hop of a token (commit, publish, write) waits this, so it is
+// where a streaming delay goes that no span shows.
+type schedCollector struct{}
+
+var (
+	schedDesc = prometheus.NewDesc("threadline_go_sched_latency_seconds",
+		"Time goroutines spent ready to run before running (Go runtime /sched/latencies:seconds, sampled by the runtime).", nil, nil)
+	schedBuckets = prometheus.ExponentialBuckets(0.0001, 2, 16)
+)
+
+func (schedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- schedDesc }
+
+func (schedCollector) Collect(ch chan<- prometheus.Metric) {
+	sm := []rtmetrics.Sample{{Name: "/sched/latencies:seconds"}}
+	rtmetrics.Read(sm)
+	if sm[0].Value.Kind() != rtmetrics.KindFloat64Histogram {
+		return
+	}
+	h := sm[0].Value.Float64Histogram()
+	counts := make(map[float64]uint64, len(schedBuckets))
+	var total uint64
+	var sum float64
+	for i, n := range h.Counts {
+		if n == 0 {
+			continue
+		}
+		// Counts[i] lies in [Buckets[i], Buckets[i+1]): it goes to every
+		// le bound at or above its upper edge, and its midpoint to the sum.
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		total += n
+		if !math.IsInf(hi, 1) && !math.IsInf(lo, -1) {
+			sum += float64(n) * (lo + hi) / 2
+		}
+		for _, le := range schedBuckets {
+			if hi <= le {
+				counts[le] += n
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstHistogram(schedDesc, total, sum, counts)
 }
 
 func (m *metrics) observePublish(oldest time.Duration, tokens int) {

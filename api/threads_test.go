@@ -207,7 +207,7 @@ func TestRequestIDAndHealth(t *testing.T) {
 	}
 	resp, b = e.do("GET", "/metrics", nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
-	for _, m := range []string{"threadline_http_requests_total", "threadline_http_request_duration_seconds"} {
+	for _, m := range []string{"threadline_http_requests_total", "threadline_http_request_duration_seconds", "threadline_go_sched_latency_seconds_bucket"} {
 		if !strings.Contains(string(b), m) {
 			t.Errorf("metrics lack %s", m)
 		}

@@ -250,6 +250,7 @@ type LoadResult struct {
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
 	ServerPool       *loadPool        `json:"server_db_pool"`
+	ServerSched      *loadSched       `json:"server_sched_latency"`
 	DelayMethod      string           `json:"delay_method"`
 	FirstEventMS     loadDist         `json:"first_event_ms"`
 	RunSpanMS        loadDist         `json:"run_span_ms"`
@@ -658,6 +659,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	metricsAfter, merr := loadScrape(ctx, hc, tgt)
 	if merr == nil && metricsBefore != nil {
 		res.ServerDelay = loadHistogram(metricsBefore, metricsAfter, "threadline_token_publish_delay_seconds", "threadline_tokens_published_total")
+		res.ServerSched = loadSchedLatency(metricsBefore, metricsAfter)
 		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
 			p := &loadPool{MaxConns: m, ConnsFrom: metricsBefore["threadline_db_pool_total_conns"], ConnsTo: metricsAfter["threadline_db_pool_total_conns"],
 				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
@@ -1587,9 +1589,49 @@ func loadScrape(ctx context.Context, hc *http.Client, tgt loadTarget) (map[strin
 	return out, sc.Err()
 }
 
-// loadHistogram turns the difference of two scrapes of a histogram into
-// bucket-bound quantiles.
+// loadHistogram turns the difference of two scrapes of the service's
+// token publication histogram into bucket-bound quantiles.
 func loadHistogram(before, after map[string]float64, name, tokens string) *loadServerDelay {
+	qs, count, sum, ok := loadQuantiles(before, after, name, 0.5, 0.99)
+	if !ok {
+		return nil
+	}
+	d := &loadServerDelay{Metric: name, Batches: int64(count), Tokens: int64(after[tokens] - before[tokens]),
+		Measures: "service side: model produced the oldest token of a log batch -> batch published to subscribers after its durable commit; one observation per batch; quantiles are bucket upper bounds"}
+	if count <= 0 {
+		return d
+	}
+	mean := round(sum/count*1000, 3)
+	d.MeanMS = &mean
+	d.P50LeMS, d.P99LeMS = qs[0], qs[1]
+	return d
+}
+
+// loadSched is the Go scheduler's latency in the service over the load
+// window: how long goroutines that were ready to run waited for a thread.
+type loadSched struct {
+	Metric   string   `json:"metric"`
+	P50LeMS  *float64 `json:"p50_le_ms"`
+	P90LeMS  *float64 `json:"p90_le_ms"`
+	P99LeMS  *float64 `json:"p99_le_ms"`
+	Samples  int64    `json:"samples"`
+	Measures string   `json:"measures"`
+}
+
+func loadSchedLatency(before, after map[string]float64) *loadSched {
+	const name = "threadline_go_sched_latency_seconds"
+	qs, count, _, ok := loadQuantiles(before, after, name, 0.5, 0.9, 0.99)
+	if !ok {
+		return nil
+	}
+	return &loadSched{Metric: name, P50LeMS: qs[0], P90LeMS: qs[1], P99LeMS: qs[2], Samples: int64(count),
+		Measures: "service side, from the Go runtime (/sched/latencies:seconds): time a goroutine spent ready to run before it ran; every hop of a token (log commit, publish, the stream's write) waits this once; quantiles are bucket upper bounds"}
+}
+
+// loadQuantiles returns bucket-upper-bound quantiles (in ms; nil past the
+// last finite bucket), the count and the sum of a histogram between two
+// scrapes; ok is false when the histogram is not there.
+func loadQuantiles(before, after map[string]float64, name string, ps ...float64) (qs []*float64, count, sum float64, ok bool) {
 	type bucket struct{ le, n float64 }
 	var bs []bucket
 	prefix := name + `_bucket{le="`
@@ -1604,7 +1646,7 @@ func loadHistogram(before, after map[string]float64, name, tokens string) *loadS
 		bs = append(bs, bucket{le, v - before[key]})
 	}
 	if len(bs) == 0 {
-		return nil
+		return nil, 0, 0, false
 	}
 	slices.SortFunc(bs, func(a, b bucket) int {
 		switch {
@@ -1615,27 +1657,19 @@ func loadHistogram(before, after map[string]float64, name, tokens string) *loadS
 		}
 		return 0
 	})
-	count := after[name+"_count"] - before[name+"_count"]
-	d := &loadServerDelay{Metric: name, Batches: int64(count), Tokens: int64(after[tokens] - before[tokens]),
-		Measures: "service side: model produced the oldest token of a log batch -> batch published to subscribers after its durable commit; one observation per batch; quantiles are bucket upper bounds"}
-	if count <= 0 {
-		return d
-	}
-	mean := round((after[name+"_sum"]-before[name+"_sum"])/count*1000, 3)
-	d.MeanMS = &mean
-	q := func(p float64) *float64 {
+	count = after[name+"_count"] - before[name+"_count"]
+	sum = after[name+"_sum"] - before[name+"_sum"]
+	qs = make([]*float64, len(ps))
+	for i, p := range ps {
 		for _, b := range bs {
-			if b.n >= p*count {
-				v := b.le * 1000
-				if math.IsInf(v, 1) {
-					return nil
+			if count > 0 && b.n >= p*count {
+				if v := b.le * 1000; !math.IsInf(v, 1) {
+					v = round(v, 3)
+					qs[i] = &v
 				}
-				v = round(v, 3)
-				return &v
+				break
 			}
 		}
-		return nil
 	}
-	d.P50LeMS, d.P99LeMS = q(0.5), q(0.99)
-	return d
+	return qs, count, sum, true
 }
