@@ -1,14 +1,15 @@
 package main
 
 // `threadline bench floor`: the floor under `bench load`. It serves the
-// same stream endpoints with the built-in model, one goroutine and ticker
-// per run, the same token lines and the stream package's fan-out, but keeps
-// everything in memory: no database, no durable log, no group commit, no
-// thread tree. A token is published the moment the model makes it. It is
-// not Threadline (a crash loses everything); it measures what HTTP
-// streaming alone costs on this machine with this load generator, so
-// BENCHMARKS.md can say how much of `bench load`'s delay the service's
-// durability adds and how much any server would pay here.
+// same stream endpoints with the built-in model (paced as in the
+// service), one goroutine per run, the same token lines and the stream
+// package's fan-out, but keeps everything in memory: no database, no
+// durable log, no group commit, no thread tree. A token is published the
+// moment the model makes it. It is not Threadline (a crash loses
+// everything); it measures what HTTP streaming alone costs on this machine
+// with this load generator, so BENCHMARKS.md can say how much of `bench
+// load`'s delay the service's durability adds and how much any server
+// would pay here.
 
 import (
 	"context"

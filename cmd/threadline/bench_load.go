@@ -288,11 +288,11 @@ const (
 
 const loadDelayMethod = "Client side, per token, on one clock (client and service share the machine): " +
 	"delay = time the client had read the token's line - time the built-in model produced it. " +
-	"The built-in model emits token i (sequence i+1) on a ticker at start + i/rate, so production time = start + i/rate; " +
+	"The built-in model emits token i (sequence i+1) at start + i/rate (one pacer goroutine for every stream; a late pacer sends the overdue tokens at once), so production time = start + i/rate; " +
 	"start is not on the wire, so it is bracketed per run. " +
 	"added_delay_ms takes start = the latest the client's observations allow, min(first snapshot read, min over tokens of (read time - i/rate)): " +
 	"it leaves out the run's smallest delay (about one durable log commit; see server_publish_delay) and is off by at most anchor_gap_ms; " +
-	"if the model itself falls behind its schedule (a starved ticker drops ticks, model_slip_ms), that lateness is counted as delay. " +
+	"if the model itself falls behind its schedule (model_slip_ms: a starved pacer; it catches up, so a stall is counted once per token it delayed, not for the rest of the run), that lateness is counted as delay. " +
 	"added_delay_slip_free_ms takes, per token, the latest start consistent with that token and every later one, so model slip is not counted " +
 	"(a lower bound; the last tokens of a run tend to 0). " +
 	"added_delay_upper_bound_ms takes start = the run's created_at (GET .../runs/{id}; set before the run's first database write, so before the model starts): " +
