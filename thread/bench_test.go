@@ -112,6 +112,19 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
+// BenchmarkFreshTurn is a new conversation's first turn, on a thread id
+// the service has never seen: what bench peer's turn_ms measures, repeated.
+func BenchmarkFreshTurn(b *testing.B) {
+	svc, d := benchService(b, 200)
+	turn(b, svc, uuid.New(), uuid.Nil) // the pool's first connection
+	d.d = d.d[:0]
+	b.ResetTimer()
+	for b.Loop() {
+		turn(b, svc, uuid.New(), uuid.Nil)
+	}
+	d.report(b)
+}
+
 // BenchmarkFork regenerates the reply in the middle of a thread of N turns
 // (a sibling of it, under the same user message), or with edit sends a new
 // user message beside the one in the middle, and drains the run to its
