@@ -113,7 +113,8 @@ func BenchmarkTurn(b *testing.B) {
 }
 
 // BenchmarkFreshTurn is a new conversation's first turn, on a thread id
-// the service has never seen: what bench peer's turn_ms measures, repeated.
+// the service has never seen: the thread, the user message, the run and
+// its reply in one write (bench peer's turn_ms starts with one such turn).
 func BenchmarkFreshTurn(b *testing.B) {
 	svc, d := benchService(b, 200)
 	turn(b, svc, uuid.New(), uuid.Nil) // the pool's first connection
