@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -127,6 +128,15 @@ func (s *Server) rejoinRun(c echo.Context) error {
 	return s.stream(c, run, after, "continue")
 }
 
+// streamBufs holds the streams' write buffers. A live stream flushes after
+// nearly every token, so the buffer only gathers a catch-up or a burst;
+// streamBufSize keeps a thousand streams' buffers small, and the pool keeps
+// a new stream from allocating (and the kernel from faulting in) a fresh
+// one.
+var streamBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBufSize) }}
+
+const streamBufSize = 4 << 10
+
 // stream writes the run's events as NDJSON, flushing whenever no further
 // event is ready, until the final snapshot or the client leaves.
 func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
@@ -134,7 +144,12 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	w := c.Response()
 	h := w.Header()
 	rc := http.NewResponseController(w.Writer)
-	bw := bufio.NewWriterSize(w.Writer, 32<<10)
+	bw := streamBufs.Get().(*bufio.Writer)
+	bw.Reset(w.Writer)
+	defer func() {
+		bw.Reset(nil)
+		streamBufs.Put(bw)
+	}()
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	var line []byte
