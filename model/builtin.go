@@ -202,13 +202,16 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 	if err := ctx.Err(); err != nil {
 		return thread.ModelResult{}, err
 	}
-	toks := tokenSource{s: seed(prompt, req.Call), n: n}
 	if m.Delay > 0 {
-		send := func(i int) error { return onToken(toks.at(i)) }
+		// Its own variable: the closure moves it to the heap, and the
+		// unpaced path below should not pay for that.
+		paced := &tokenSource{s: seed(prompt, req.Call), n: n}
+		send := func(i int) error { return onToken(paced.at(i)) }
 		if err := pace(ctx, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
 	} else {
+		toks := tokenSource{s: seed(prompt, req.Call), n: n}
 		done := ctx.Done() // nil for a context that never ends
 		for i := 0; i < n; i++ {
 			if done != nil {
