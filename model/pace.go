@@ -116,9 +116,8 @@ func paceLoop() {
 		select {
 		case <-timer.C:
 		case <-pacer.wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
+			// Go 1.23+ timers: no stale tick is left to drain after Stop.
+			timer.Stop()
 		}
 	}
 }
