@@ -40,7 +40,6 @@ type paced struct {
 	stopped bool
 	err     error
 	done    chan struct{} // closed when every token was sent or sending failed
-	index   int           // in pacer.q
 }
 
 // pace sends tokens 0..n-1 through send, token i at start + (i+1)*every,
@@ -157,15 +156,8 @@ type pacedQueue []*paced
 
 func (q pacedQueue) Len() int           { return len(q) }
 func (q pacedQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q pacedQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
-}
-func (q *pacedQueue) Push(x any) {
-	p := x.(*paced)
-	p.index = len(*q)
-	*q = append(*q, p)
-}
+func (q pacedQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *pacedQueue) Push(x any)        { *q = append(*q, x.(*paced)) }
 func (q *pacedQueue) Pop() any {
 	old := *q
 	p := old[len(old)-1]
