@@ -89,7 +89,12 @@ func benchFloor(ctx context.Context, args []string, getenv func(string) string, 
 	defer stopProfile()
 	f := &floorServer{model: model.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
 	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+	// The same body as the service's: a response with a body keeps its
+	// connection busy until read, which bench load's preconnect relies on.
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	}
 	mux.HandleFunc("GET /healthz", ok)
 	mux.HandleFunc("GET /readyz", ok)
 	mux.HandleFunc("POST /api/v1/threads/{thread_id}/runs/stream", f.start)

@@ -42,7 +42,10 @@ const loadUsage = `usage: threadline bench load [flags]
 Starts K concurrent runs over real HTTP on 127.0.0.1 (one new thread per run,
 the built-in model at a fixed token rate, on_disconnect "continue"), reads
 every NDJSON stream as a browser would, and lets a share of the clients drop
-the connection mid-run and rejoin with ?after=<last sequence read>. For each
+the connection mid-run and rejoin with ?after=<last sequence read>. Each
+client holds a keep-alive connection opened before the measurement, as a
+browser with the app loaded does, and sends its POST on it (--preconnect).
+For each
 K it prints one JSON object on stdout; the last line is a summary holding all
 of them. Progress goes to stderr.
 
@@ -78,6 +81,7 @@ type loadOpts struct {
 	apiKey      string
 	seed        uint64
 	warmup      bool
+	preconnect  bool
 	cpuProfile  string
 	selfProfile string
 	floor       bool
@@ -110,6 +114,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
 	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
+	fs.BoolVar(&o.preconnect, "preconnect", true, "before measuring, open one keep-alive connection per client, as a browser that has loaded the app holds one, so that each run's POST reuses it (rejoins still dial a new one); false: every POST dials")
 	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
@@ -231,6 +236,7 @@ type LoadResult struct {
 	RateTokensPerS   float64          `json:"rate_tokens_per_s"`
 	Ramp             string           `json:"ramp"`
 	Warmup           bool             `json:"warmup"`
+	Preconnected     int              `json:"preconnected_conns"`
 	RejoinShare      float64          `json:"rejoin_share"`
 	RunsStarted      int              `json:"runs_started"`
 	RunsCompleted    int              `json:"runs_completed"`
@@ -557,9 +563,14 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 		res.Target = "running service at " + o.url
 	}
 
+	var dials atomic.Int64
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   k + 64,
 		MaxConnsPerHost:       0,
@@ -573,6 +584,9 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 
 	if o.warmup {
 		loadWarmup(kctx, hc, tgt, o.dbMaxConns)
+	}
+	if o.preconnect {
+		res.Preconnected = loadPreconnect(kctx, hc, tgt, k, &dials)
 	}
 	// Before.
 	metricsBefore, _ := loadScrape(kctx, hc, tgt)
@@ -952,6 +966,39 @@ func loadPlainUUID(b []byte) bool {
 // loadWarmup sends rounds of concurrent light requests that each take a
 // database connection (thread list, an unknown thread, readiness), so the
 // measured window does not pay for opening the pool's connections.
+// loadPreconnect leaves n keep-alive connections idle in the client's
+// transport: n concurrent light requests that each keep their response
+// unread (so their connection busy) until all n have one, which makes the
+// transport dial a connection for each, then release them together. It
+// returns how many connections the transport dialed in all.
+func loadPreconnect(ctx context.Context, hc *http.Client, tgt loadTarget, n int, dials *atomic.Int64) int {
+	var got, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		got.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tgt.base+"/healthz", nil)
+			resp, err := hc.Do(req)
+			got.Done()
+			if err != nil {
+				return
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	got.Wait()
+	close(release)
+	done.Wait()
+	return int(dials.Load())
+}
+
 func loadWarmup(ctx context.Context, hc *http.Client, tgt loadTarget, conns int) {
 	paths := []string{"/api/v1/threads?limit=1", "/api/v1/threads/" + uuid.NewString() + "/messages", "/readyz"}
 	for round := 0; round < 3; round++ {
