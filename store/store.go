@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,9 +38,18 @@ type Store struct {
 // this much of them at most.
 const logSpillAfter = 5 * time.Second
 
+// openConns is how many of the pool's connections Open opens and warms
+// before it returns (fewer if the pool is smaller).
+const openConns = 4
+
 // Open connects a pool of maxConns connections to databaseURL, and one more
 // connection for the group commit of the run event log, and checks that
-// the database answers.
+// the database answers. It opens and warms openConns connections of the
+// pool, and the log's, before it returns: a new connection's warm-up
+// (afterConnect) costs Postgres 10–30 ms of CPU, and otherwise the first
+// requests after a start either wait for one or share the cores with it.
+// (Not MinConns: pgxpool opens those in the background, racing the first
+// requests.) Idle connections close after pgxpool's MaxConnIdleTime.
 func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -50,16 +60,23 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	}
 	Configure(cfg)
 	logCfg := cfg.Copy()
-	logCfg.MaxConns, logCfg.MinConns = 1, 1
+	logCfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	if err := openAll(ctx, pool, int(min(cfg.MaxConns, openConns))); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
+	logCfg.MinConns = 0 // opened below, not in the background
 	logPool, err := pgxpool.NewWithConfig(ctx, logCfg)
+	if err == nil {
+		err = openAll(ctx, logPool, 1)
+		if err != nil {
+			logPool.Close()
+		}
+	}
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect: %w", err)
@@ -67,6 +84,30 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	s := New(pool)
 	s.logPool = logPool
 	return s, nil
+}
+
+// openAll holds n connections of pool at once, which opens (and warms) as
+// many as it lacks, pings them and gives them back.
+func openAll(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if conns[i], errs[i] = pool.Acquire(ctx); errs[i] == nil {
+				errs[i] = conns[i].Ping(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range conns {
+		if c != nil {
+			c.Release()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // hotSQL is every statement passed to hot.

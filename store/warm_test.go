@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
 )
 
 // TestWarm: the warm-up runs every statement of a turn on the current
@@ -39,5 +40,43 @@ func TestWarm(t *testing.T) {
 	}
 	if _, err := conn.Exec(ctx, `RESET search_path`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenWarmsConnections: Open returns with openConns connections of the
+// pool (all of a smaller pool) and the log's open, so the first requests
+// after a start neither dial nor warm one; the pool keeps that many.
+func TestOpenWarmsConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		maxConns int32
+		want     int32
+	}{
+		{16, 4},
+		{2, 2},
+	}
+	for _, tc := range tests {
+		s, err := store.Open(ctx, pgtest.New(t), tc.maxConns)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer s.Close()
+		st := s.Pool().Stat()
+		if st.TotalConns() != tc.want || st.IdleConns() != tc.want {
+			t.Errorf("pool of %d after Open: %d connections, %d idle; want %d open and idle", tc.maxConns, st.TotalConns(), st.IdleConns(), tc.want)
+		}
+		var backends, prepared int32
+		err = s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'),
+			(SELECT count(*) FROM pg_prepared_statements)`).Scan(&backends, &prepared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if backends != tc.want+1 || prepared == 0 {
+			t.Errorf("pool of %d after Open: %d backends, %d prepared statements on one; want %d (the pool's and the log's) and the hot statements", tc.maxConns, backends, prepared, tc.want+1)
+		}
+	}
+	if _, err := store.Open(ctx, "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", 4); err == nil {
+		t.Fatal("Open of an unreachable database: got nil, want an error")
 	}
 }
