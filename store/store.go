@@ -48,8 +48,8 @@ const openConns = 4
 // pool, and the log's, before it returns: a new connection's warm-up
 // (afterConnect) costs Postgres 10–30 ms of CPU, and otherwise the first
 // requests after a start either wait for one or share the cores with it.
-// (Not MinConns: pgxpool opens those in the background, racing the first
-// requests.) Idle connections close after pgxpool's MaxConnIdleTime.
+// (Not the pool's MinConns: pgxpool opens those in the background, and
+// Open's own would race them.) Idle ones close after MaxConnIdleTime.
 func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -60,7 +60,9 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	}
 	Configure(cfg)
 	logCfg := cfg.Copy()
-	logCfg.MaxConns = 1
+	// One connection, which the pool reopens when it closes (MinConns).
+	// openAll below waits for the first one: the pool cannot open a second.
+	logCfg.MaxConns, logCfg.MinConns = 1, 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -69,7 +71,6 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	logCfg.MinConns = 0 // opened below, not in the background
 	logPool, err := pgxpool.NewWithConfig(ctx, logCfg)
 	if err == nil {
 		err = openAll(ctx, logPool, 1)
