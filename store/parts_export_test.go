@@ -11,8 +11,9 @@ var HotStatements = len(hotSQL)
 // Warm and Ready expose a new connection's set-up steps to the external
 // tests and benchmarks.
 var (
-	Warm  = warm
-	Ready = ready
+	Warm    = warm
+	WarmLog = warmLog
+	Ready   = ready
 )
 
 // SetSpillAfter sets how old a run_log row gets before RunLogPurge moves

@@ -63,6 +63,9 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*Store, erro
 	// One connection, which the pool reopens when it closes (MinConns).
 	// openAll below waits for the first one: the pool cannot open a second.
 	logCfg.MaxConns, logCfg.MinConns = 1, 1
+	// It only appends to the log, so it warms only that: a whole turn's
+	// warm-up would leave another turn's dead rows in the tables.
+	logCfg.AfterConnect = afterConnectLog
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -133,6 +136,14 @@ func Configure(cfg *pgxpool.Config) {
 func afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	ready(ctx, conn)
 	_ = warm(ctx, conn)
+	return nil
+}
+
+// afterConnectLog readies the group commit's connection (Open): the
+// statements are prepared and a log append is run and rolled back.
+func afterConnectLog(ctx context.Context, conn *pgx.Conn) error {
+	ready(ctx, conn)
+	_ = warmLog(ctx, conn)
 	return nil
 }
 

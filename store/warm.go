@@ -76,6 +76,24 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	return rows.Err()
 }
 
+// warmLog runs the group commit's one statement once, in a transaction it
+// rolls back.
+func warmLog(ctx context.Context, conn *pgx.Conn) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("warm log: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	data, err := encodeLog([]thread.Segment{{RunID: uuid.New(), Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "warm"}}}})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sqlLogAppend, data); err != nil {
+		return fmt.Errorf("warm log: append events: %w", err)
+	}
+	return nil
+}
+
 // warmRun is a two-token run appending a user message under parent at
 // sequence seq, and its end.
 func warmRun(th uuid.UUID, caller string, parent uuid.UUID, seq int64, now time.Time) (thread.RunCreate, thread.RunFinish) {

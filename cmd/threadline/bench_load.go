@@ -252,6 +252,8 @@ type LoadResult struct {
 	SlipFreeMS       loadDist         `json:"added_delay_slip_free_ms"`
 	AllStreamingMS   loadDist         `json:"added_delay_all_streaming_ms"`
 	BySecond         []loadSecond     `json:"added_delay_by_second"`
+	BeforeFirstMS    loadDist         `json:"added_delay_before_first_event_ms"`
+	AfterFirstMS     loadDist         `json:"added_delay_after_first_event_ms"`
 	ModelSlipMS      loadDist         `json:"model_slip_ms"`
 	AnchorGapMS      loadDist         `json:"anchor_gap_ms"`
 	ServerDelay      *loadServerDelay `json:"server_publish_delay"`
@@ -304,6 +306,7 @@ const loadDelayMethod = "Client side, per token, on one clock (client and servic
 	"added_delay_upper_bound_ms takes start = the run's created_at (GET .../runs/{id}; set before the run's first database write, so before the model starts): " +
 	"an upper bound that adds the run's creation time and any slip. " +
 	"added_delay_by_second splits added_delay_ms by the second (since the first POST) in which the client read the token. " +
+	"added_delay_before_first_event_ms is added_delay_ms for the tokens the model produced (on the anchored schedule) before the client read the run's first snapshot: they wait for the run's start to be committed; added_delay_after_first_event_ms is every other token. " +
 	"added_delay_all_streaming_ms is added_delay_ms for the tokens read while all K runs stream: after the last run's POST + 0.5 s and before any run's last token " +
 	"(no start or end of a run in the window; empty when the runs do not overlap that long). " +
 	"Tokens produced while their client was away (replayed on rejoin) count for exactly-once, not for delay. " +
@@ -1062,7 +1065,7 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	res.RunsStarted = len(clients)
 	res.TokensExpected = int64(len(clients)) * int64(o.tokens)
 	res.ExactlyOnce = true
-	var lower, upper, slipFree, slips, gaps, first, span, all []float64
+	var lower, upper, slipFree, slips, gaps, first, span, all, before, after []float64
 	var bySecond [][]float64
 	var mism []string
 	iv := interval.Seconds() * 1000
@@ -1191,6 +1194,11 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 				continue // produced before the client asked again: not a live token
 			}
 			lower = append(lower, o[s]-anchor)
+			if anchor+float64(s-1)*iv < ms(c.firstAt) {
+				before = append(before, o[s]-anchor)
+			} else {
+				after = append(after, o[s]-anchor)
+			}
 			if sec := int(c.arrivals[s].Sub(t0) / time.Second); sec >= 0 {
 				for len(bySecond) <= sec {
 					bySecond = append(bySecond, nil)
@@ -1206,6 +1214,8 @@ func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time
 	}
 	res.SlipFreeMS = loadPercentiles(slipFree)
 	res.AllStreamingMS = loadPercentiles(all)
+	res.BeforeFirstMS = loadPercentiles(before)
+	res.AfterFirstMS = loadPercentiles(after)
 	res.BySecond = []loadSecond{}
 	for sec, v := range bySecond {
 		if len(v) > 0 {

@@ -40,7 +40,7 @@ func TestBenchLoadSmall(t *testing.T) {
 		t.Fatalf("first line is not JSON: %v\n%s", err, lines[0])
 	}
 	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
-		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "added_delay_by_second", "server_publish_delay", "server_sched_latency", "preconnected_conns", "delay_method", "server_cpu_s",
+		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "added_delay_by_second", "added_delay_before_first_event_ms", "added_delay_after_first_event_ms", "server_publish_delay", "server_sched_latency", "preconnected_conns", "delay_method", "server_cpu_s",
 		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
 		if _, ok := res[key]; !ok {
 			t.Errorf("result has no %q key: %s", key, lines[0])
@@ -83,6 +83,9 @@ func TestBenchLoadSmall(t *testing.T) {
 	}
 	if n != r.AddedDelayMS.Samples {
 		t.Errorf("added_delay_by_second holds %d samples, want added_delay_ms's %d", n, r.AddedDelayMS.Samples)
+	}
+	if got, want := r.BeforeFirstMS.Samples+r.AfterFirstMS.Samples, r.AddedDelayMS.Samples; got != want {
+		t.Errorf("before + after the first event hold %d samples, want added_delay_ms's %d", got, want)
 	}
 	if r.Preconnected < r.K {
 		t.Errorf("preconnected_conns = %d, want at least k = %d (one keep-alive connection per client)", r.Preconnected, r.K)
