@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -1072,6 +1074,181 @@ func TestRunCreateAll(t *testing.T) {
 	}
 }
 
+// TestRunCreateAllRefusals: each check of threadline_run_open refuses a
+// batch of starts as a whole (nothing of it is written), and the start alone
+// then gets its own answer, as the starts batcher retries it.
+func TestRunCreateAllRefusals(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	start := func() (thread.RunCreate, thread.Record) {
+		in, fin := benchTurn(newThread(t, s, "alice"), uuid.Nil)
+		return in, fin.Records[0]
+	}
+	tests := []struct {
+		name string
+		bad  func() thread.RunCreate
+		want string // the code the start gets alone
+	}{
+		{"another caller's thread", func() thread.RunCreate {
+			in, _ := start()
+			in.Caller = "mallory"
+			return in
+		}, checkpoint.ENotFound},
+		{"unknown thread", func() thread.RunCreate {
+			in, _ := start()
+			in.Thread, in.Run.ThreadID, in.User.ThreadID = uuid.New(), in.Thread, in.Thread
+			return in
+		}, checkpoint.ENotFound},
+		{"a run in progress", func() thread.RunCreate {
+			in, first := start()
+			if _, err := s.RunCreate(ctx, in, first); err != nil {
+				t.Fatal(err)
+			}
+			again := in
+			again.Run.ID, again.Run.MessageID = uuid.New(), uuid.New()
+			again.User = &checkpoint.Node{ID: uuid.New(), ThreadID: in.Thread, Role: checkpoint.RoleUser, Content: text("again"), Seq: 1}
+			again.Run.UserMessageID, again.Run.ParentID = again.User.ID, again.User.ID
+			return again
+		}, checkpoint.ERunInProgress},
+		{"a stale end", func() thread.RunCreate {
+			in, _ := start()
+			in.Run.TreeSeq, in.User.Seq = 7, 7
+			return in
+		}, checkpoint.EConflict},
+		{"a message id the thread has", func() thread.RunCreate {
+			in, _ := start()
+			old := &checkpoint.Node{ID: uuid.New(), Role: checkpoint.RoleUser, Content: text("old")}
+			if err := s.CheckpointAppend(ctx, in.Thread, old); err != nil {
+				t.Fatal(err)
+			}
+			in.User.ID, in.Run.UserMessageID, in.Run.ParentID = old.ID, old.ID, old.ID
+			in.Run.TreeSeq, in.User.Seq = 2, 2
+			return in
+		}, checkpoint.EConflict},
+		{"a parent outside the thread", func() thread.RunCreate {
+			in, _ := start()
+			in.User.ParentID = uuid.New()
+			return in
+		}, checkpoint.EInvalidFork},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in0, f0 := start()
+			in2, f2 := start()
+			bad := tc.bad()
+			f1 := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: bad.Run.TreeSeq}
+			if err := s.RunCreateAll(ctx, []thread.RunCreate{in0, bad, in2}, []thread.Record{f0, f1, f2}); err == nil {
+				t.Fatalf("RunCreateAll with %s: got nil, want an error", tc.name)
+			}
+			for _, in := range []thread.RunCreate{in0, bad, in2} {
+				if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+					t.Errorf("run of the refused batch: got %v, want not_found", err)
+				}
+			}
+			if _, err := s.RunCreate(ctx, bad, f1); checkpoint.ErrorCode(err) != tc.want {
+				t.Errorf("the start alone: got %v, want %s", err, tc.want)
+			}
+			if err := s.RunCreateAll(ctx, []thread.RunCreate{in0, in2}, []thread.Record{f0, f2}); err != nil {
+				t.Errorf("the others without it: %v, want nil", err)
+			}
+		})
+	}
+	t.Run("two starts on one thread", func(t *testing.T) {
+		in, first := start()
+		other := in
+		other.Run.ID, other.Run.MessageID = uuid.New(), uuid.New()
+		other.User = &checkpoint.Node{ID: uuid.New(), ThreadID: in.Thread, Role: checkpoint.RoleUser, Content: text("other"), Seq: 1}
+		other.Run.UserMessageID, other.Run.ParentID = other.User.ID, other.User.ID
+		if err := s.RunCreateAll(ctx, []thread.RunCreate{in, other}, []thread.Record{first, first}); err == nil {
+			t.Fatal("RunCreateAll with two starts on one thread: got nil, want an error")
+		}
+	})
+}
+
+var (
+	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT[0-9:.]+Z`)
+)
+
+// TestRunCreateAllWritesAsRunCreate: a batch writes each start exactly as
+// RunCreate writes it alone: the thread it creates, the user message, the
+// run, the thread's end and head, and the first log record.
+func TestRunCreateAllWritesAsRunCreate(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	title, temp := "named", 0.5
+	// Three shapes: a second turn under an existing reply, a run that
+	// creates its thread, and a regenerate (no user message).
+	shapes := func() ([]thread.RunCreate, []thread.Record) {
+		th := newThread(t, s, "alice")
+		in1, fin1 := benchTurn(th, uuid.Nil)
+		if err := s.RunComplete(ctx, in1, fin1); err != nil {
+			t.Fatal(err)
+		}
+		th.LastSeq = 2
+		second, f2 := benchTurn(th, fin1.Assistant.ID)
+		second.User.Attachments = []checkpoint.Attachment{{ID: "att", Type: "file", Name: "a.txt", ContentType: "text/plain", Size: 1}}
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		nt := &thread.Thread{ID: uuid.New(), Caller: "alice", Title: &title, Metadata: json.RawMessage(`{"k": 1}`), CreatedAt: now, UpdatedAt: now}
+		fresh, f3 := benchTurn(nt, uuid.Nil)
+		fresh.Create = nt
+		th3 := newThread(t, s, "alice")
+		in3, fin3 := benchTurn(th3, uuid.Nil)
+		if err := s.RunComplete(ctx, in3, fin3); err != nil {
+			t.Fatal(err)
+		}
+		regen := thread.RunCreate{Caller: "alice", Thread: th3.ID, Run: thread.Run{ID: uuid.New(), ThreadID: th3.ID, Status: thread.RunRunning,
+			ParentID: in3.User.ID, MessageID: uuid.New(), Model: "m", Config: thread.RunConfig{Temperature: &temp}, Owner: "p",
+			LeaseUntil: now.Add(time.Minute), TreeSeq: 2, CreatedAt: now}}
+		f4 := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 2}
+		return []thread.RunCreate{second, fresh, regen}, []thread.Record{f2.Records[0], f3.Records[0], f4}
+	}
+	alone, aloneFirsts := shapes()
+	for i, in := range alone {
+		if _, err := s.RunCreate(ctx, in, aloneFirsts[i]); err != nil {
+			t.Fatalf("RunCreate %d: %v", i, err)
+		}
+	}
+	batch, batchFirsts := shapes()
+	if err := s.RunCreateAll(ctx, batch, batchFirsts); err != nil {
+		t.Fatalf("RunCreateAll: %v", err)
+	}
+	// What a start wrote, with its ids replaced by their place in the start.
+	written := func(in thread.RunCreate) string {
+		th, nodes, active, err := s.ThreadRead(ctx, "alice", in.Thread, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.RunEventsAfter(ctx, in.Run.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal([]any{th.Title, th.Metadata, th.LastSeq, th.HeadID, nodes, active, evs})
+		// Ids and times differ between the two copies; their places do not.
+		names := map[string]string{}
+		str := uuidRE.ReplaceAllStringFunc(string(out), func(id string) string {
+			if _, ok := names[id]; !ok {
+				names[id] = fmt.Sprintf("id%d", len(names))
+			}
+			return names[id]
+		})
+		return timeRE.ReplaceAllString(str, "TIME")
+	}
+	for i := range alone {
+		got, want := written(batch[i]), written(alone[i])
+		if got != want {
+			t.Errorf("start %d written by RunCreateAll:\n%s\nwant, as RunCreate writes it:\n%s", i, got, want)
+		}
+		in := batch[i]
+		r, err := s.RunGet(ctx, in.Thread, in.Run.ID)
+		if err != nil || !r.CreatedAt.Equal(in.Run.CreatedAt) || !r.LeaseUntil.Equal(in.Run.LeaseUntil) {
+			t.Errorf("start %d: run %+v (%v), want created at %v, leased until %v", i, r, err, in.Run.CreatedAt, in.Run.LeaseUntil)
+		}
+	}
+}
+
 // TestRunFinishAll: several ends in one write; one refusal (a run that
 // already ended) writes none of them.
 func TestRunFinishAll(t *testing.T) {
@@ -1184,6 +1361,29 @@ func TestRunningRunLookupUsesThread(t *testing.T) {
 // at a time (RunFinish: 8 transactions, 8 commits) or together
 // (RunFinishAll: one transaction, one commit), as the service's ends
 // batcher does when ends arrive while one is being written.
+// BenchmarkRunCreateAll: the starts of 64 runs on new threads (each
+// creating its thread, as a burst of new conversations does) in one write.
+func BenchmarkRunCreateAll(b *testing.B) {
+	const n = 64
+	s, _ := setup(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		ins, firsts := make([]thread.RunCreate, n), make([]thread.Record, n)
+		for i := range n {
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			th := &thread.Thread{ID: uuid.New(), Caller: "bench", CreatedAt: now, UpdatedAt: now}
+			in, fin := benchTurn(th, uuid.Nil)
+			in.Create = th
+			ins[i], firsts[i] = in, fin.Records[0]
+		}
+		b.StartTimer()
+		if err := s.RunCreateAll(ctx, ins, firsts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkRunFinishAll(b *testing.B) {
 	const n = 8
 	for _, together := range []bool{false, true} {
