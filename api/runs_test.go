@@ -390,7 +390,10 @@ func TestDisconnectPolicies(t *testing.T) {
 	for _, tc := range []struct{ policy, want string }{{"continue", "succeeded"}, {"", "succeeded"}, {"cancel", "cancelled"}} {
 		t.Run("policy="+tc.policy, func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, withTokens(60), withDelay(5*time.Millisecond))
+			// 2 s of tokens: a cancel on disconnect has that long to land
+			// even when the whole suite shares the cores (it once missed
+			// 300 ms).
+			e := setup(t, withTokens(400), withDelay(5*time.Millisecond))
 			tid := newID()
 			ctx, cancel := context.WithCancel(context.Background())
 			body := newMessage("leave", nil)

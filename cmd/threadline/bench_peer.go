@@ -1178,7 +1178,8 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 		for _, k := range []string{"get_state_ms", "fork_ms", "edit_ms", "turn_end_ms"} {
 			targets[k+"_10x_n"+key] = exact[k] >= 10
 		}
-		targets["bytes_per_turn_end_10x_n"+key] = exact["bytes_per_turn_end"] >= 10
+		// bytes_per_turn_end has no 10x target: the issue asks for 10x on a
+		// fresh thread and flat in N (below); its ratio is in ratio.by_n.
 		if v, ok := exact["history_ms"]; ok && n == 100 {
 			targets["history_ms_100x_n100"] = v >= 100
 		}
