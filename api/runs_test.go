@@ -271,7 +271,10 @@ func nextEvent(t *testing.T, r *bufio.Reader) event {
 
 func TestRejoinDuringRun(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withTokens(40), withDelay(10*time.Millisecond))
+	// 2 s of tokens, so that the run is still going when the snapshot is
+	// read, also with the race detector and the whole suite on two cores
+	// (0.4 s once was not).
+	e := setup(t, withTokens(200), withDelay(10*time.Millisecond))
 	tid := newID()
 	resp, r := e.openStream(context.Background(), tid, newMessage("slow", nil))
 	defer resp.Body.Close()
@@ -415,7 +418,8 @@ func TestDisconnectPolicies(t *testing.T) {
 
 func TestSecondRunRace(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withTokens(50), withDelay(5*time.Millisecond))
+	// 1 s of tokens: the loser's request must land while the winner runs.
+	e := setup(t, withTokens(200), withDelay(5*time.Millisecond))
 	tid := newID()
 	e.turn(tid, "warm", nil) // the thread exists, so both requests race on the run
 	parent := e.snapshot(tid).Messages[1].ID

@@ -376,7 +376,12 @@ func (b *peerBench) open(ctx context.Context, dbURL string) error {
 	b.log = slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b.models = benchModels{reply: model.NewBuiltin(peerReplyTokens, 0), big: model.NewBuiltin(b.opt.bigTokens, 0)}
 	b.svc = b.newService()
-	go b.svc.Run(context.Background())
+	// Leases and the log's purge, stopped (closers) before the store
+	// closes: a purge on a closed pool would log an error.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); b.svc.Run(runCtx) }()
+	b.closers = append(b.closers, func() { stopRun(); <-runDone })
 	warm := api.New(b.svc, api.Config{Logger: b.log, Attachments: st, Ready: st.Ping})
 	b.coldH.Store(b.newColdServer())
 	cold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.coldH.Load().ServeHTTP(w, r) })

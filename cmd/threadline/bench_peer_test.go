@@ -23,10 +23,11 @@ func TestBenchPeerSmall(t *testing.T) {
 	dbURL := pgtest.New(t) // any database on the server: the bench creates its own
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	stderr := &peerSyncBuffer{} // the bench's progress and its service's log share it
 	args := []string{"peer", "--database-url", dbURL, "--n", "3,4", "--reps", "2", "--fresh-turns", "3",
 		"--warmup-turns", "1", "--tokens-per-s-run", "500", "--end-turns", "2"}
-	if err := benchCmd(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+	if err := benchCmd(ctx, args, func(string) string { return "" }, &stdout, stderr); err != nil {
 		t.Fatalf("bench peer: got error %v, want none; stderr:\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
