@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 )
@@ -49,16 +50,16 @@ func TestWarm(t *testing.T) {
 // in bench peer's bytes_per_turn).
 func TestWarmLog(t *testing.T) {
 	t.Parallel()
-	conn := acquire(t)
 	ctx := context.Background()
-	tables := []string{"threads", "checkpoints", "runs", "run_events"}
-	// Empty relations (the pool warmed this connection already); the
-	// replica role lets TRUNCATE past the immutability triggers.
-	if _, err := conn.Exec(ctx, `SET session_replication_role = replica;
-		TRUNCATE threads, checkpoints, runs, run_events, run_log CASCADE;
-		RESET session_replication_role`); err != nil {
+	// A fresh database on a connection of its own, which nothing has
+	// warmed: nothing has written to its tables yet.
+	conn, err := pgx.Connect(ctx, pgtest.New(t))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer conn.Close(ctx)
+	store.Ready(ctx, conn)
+	tables := []string{"threads", "checkpoints", "runs", "run_events"}
 	size := func(table string) int64 {
 		var n int64
 		if err := conn.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, table).Scan(&n); err != nil {
@@ -70,7 +71,7 @@ func TestWarmLog(t *testing.T) {
 	for _, table := range tables {
 		before[table] = size(table)
 	}
-	if err := store.WarmLog(ctx, conn.Conn()); err != nil {
+	if err := store.WarmLog(ctx, conn); err != nil {
 		t.Fatalf("WarmLog: %v, want nil", err)
 	}
 	for _, table := range tables {
@@ -83,7 +84,7 @@ func TestWarmLog(t *testing.T) {
 		t.Errorf("run_log after the log's warm-up: %d rows (%v), want 0", n, err)
 	}
 	// The same measure sees a whole turn's warm-up.
-	if err := store.Warm(ctx, conn.Conn()); err != nil {
+	if err := store.Warm(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	if got := size("runs"); got <= before["runs"] {
