@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread"
 )
 
 // TestBenchPeerSmall runs the whole peer bench on small sizes against the
@@ -251,6 +254,98 @@ func TestComparePeerExact(t *testing.T) {
 		}
 		if r := peer["ratio"].(map[string]any)["turn_ms"].(float64); r != 10 {
 			t.Errorf("turn_ms %.3f: shown ratio %v, want 10 (rounded to one decimal)", c.turnMS, r)
+		}
+	}
+}
+
+// TestBenchPeerStartsOnSettledTables: once the bench has opened its
+// service, Threadline's tables hold no page: the rows the store's
+// connection warm-ups wrote and rolled back, and any pages Postgres added
+// at once while those warm-ups contended, are gone, so bytes_per_turn
+// counts what the turns add.
+func TestBenchPeerStartsOnSettledTables(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := &peerBench{stderr: &peerSyncBuffer{}}
+	t.Cleanup(b.close)
+	if err := b.open(ctx, dbURL); err != nil {
+		t.Fatalf("open: got %v, want nil", err)
+	}
+	rows, err := b.pgStats.Query(ctx, `SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'schema_migrations'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
+		name string
+		size int64
+	}, error) {
+		var v struct {
+			name string
+			size int64
+		}
+		err := r.Scan(&v.name, &v.size)
+		return v, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) < 4 {
+		t.Fatalf("tables: got %d, want Threadline's (threads, checkpoints, runs, run_events, ...)", len(sizes))
+	}
+	for _, s := range sizes {
+		if s.size != 0 {
+			t.Errorf("table %s: got %d bytes of heap after open, want 0 (the warm-ups' rolled-back rows vacuumed away)", s.name, s.size)
+		}
+	}
+}
+
+// TestBenchPeerVerify: the persisted check passes a run as it was written
+// and names what differs when the head, the parent or the text does not
+// match.
+func TestBenchPeerVerify(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := &peerBench{stderr: &peerSyncBuffer{}}
+	t.Cleanup(b.close)
+	if err := b.open(ctx, dbURL); err != nil {
+		t.Fatalf("open: got %v, want nil", err)
+	}
+	threadID := uuid.New()
+	prompt := "a question of exactly the kind the bench sends"
+	r, err := b.runInProc(ctx, threadID, thread.RunRequest{
+		Message: &thread.UserMessage{Content: []checkpoint.Part{{Type: "text", Text: prompt}}}})
+	if err != nil {
+		t.Fatalf("run: got %v, want nil", err)
+	}
+	th, err := b.st.ThreadGet(ctx, peerCaller, threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := r.run.UserMessageID
+	if got := b.verify(ctx, threadID, r, user, prompt, nil, th.HeadID); got != "" {
+		t.Fatalf("verify of the run as written: got %q, want no problem", got)
+	}
+	altered := r
+	altered.text += " x"
+	for _, tc := range []struct {
+		name   string
+		r      runResult
+		parent uuid.UUID
+		head   uuid.UUID
+		want   string
+	}{
+		{"another head", r, user, uuid.New(), "head of its branch"},
+		{"another parent", r, uuid.New(), th.HeadID, "parent"},
+		{"other text", altered, user, th.HeadID, "text"},
+	} {
+		if got := b.verify(ctx, threadID, tc.r, tc.parent, prompt, nil, tc.head); !strings.Contains(got, tc.want) {
+			t.Errorf("verify with %s: got %q, want a problem naming %q", tc.name, got, tc.want)
 		}
 	}
 }
