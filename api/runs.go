@@ -190,6 +190,11 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if err := bw.Flush(); err != nil {
 			return err
 		}
+		if ev.Type == thread.KindSnapshot && ev.Snapshot != nil && ev.Snapshot.RunStatus != thread.RunRunning {
+			// The run's last event: it leaves with the end of the body
+			// when the handler returns, in one write instead of two.
+			return nil
+		}
 		return rc.Flush()
 	})
 	if ctx.Err() != nil {
@@ -209,10 +214,9 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		return nil
 	}
 	start() // a rejoin after the last event: an empty stream
-	if err := bw.Flush(); err != nil {
-		return nil
-	}
-	_ = rc.Flush()
+	// No Flush of the connection: net/http writes what is buffered with
+	// the body's terminating chunk as the handler returns, in one write.
+	_ = bw.Flush()
 	return nil
 }
 

@@ -258,6 +258,21 @@ func TestComparePeerExact(t *testing.T) {
 	}
 }
 
+// setupPeerBench opens the bench's service on a database of its own, as
+// bench peer does before its workload.
+func setupPeerBench(t *testing.T) (context.Context, *peerBench) {
+	t.Helper()
+	dbURL := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b := &peerBench{stderr: &peerSyncBuffer{}}
+	t.Cleanup(b.close)
+	if err := b.open(ctx, dbURL); err != nil {
+		t.Fatalf("open: got %v, want nil", err)
+	}
+	return ctx, b
+}
+
 // TestBenchPeerStartsOnSettledTables: once the bench has opened its
 // service, Threadline's tables hold no page: the rows the store's
 // connection warm-ups wrote and rolled back, and any pages Postgres added
@@ -265,14 +280,7 @@ func TestComparePeerExact(t *testing.T) {
 // counts what the turns add.
 func TestBenchPeerStartsOnSettledTables(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b := &peerBench{stderr: &peerSyncBuffer{}}
-	t.Cleanup(b.close)
-	if err := b.open(ctx, dbURL); err != nil {
-		t.Fatalf("open: got %v, want nil", err)
-	}
+	ctx, b := setupPeerBench(t)
 	rows, err := b.pgStats.Query(ctx, `SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'schema_migrations'`)
@@ -308,14 +316,7 @@ func TestBenchPeerStartsOnSettledTables(t *testing.T) {
 // match.
 func TestBenchPeerVerify(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b := &peerBench{stderr: &peerSyncBuffer{}}
-	t.Cleanup(b.close)
-	if err := b.open(ctx, dbURL); err != nil {
-		t.Fatalf("open: got %v, want nil", err)
-	}
+	ctx, b := setupPeerBench(t)
 	threadID := uuid.New()
 	prompt := "a question of exactly the kind the bench sends"
 	r, err := b.runInProc(ctx, threadID, thread.RunRequest{
