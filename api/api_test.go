@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,7 +42,6 @@ type options struct {
 	vars      map[string]string // extra environment for the model registry
 	title     string            // the title model
 	wrap      func(*store.Store) thread.Store
-	listen    func(net.Listener) net.Listener // wraps the server's listener
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -71,11 +69,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	}
 	svc := thread.New(ts, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease, TitleModel: o.title})
 	srv := api.New(svc, api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping})
-	hs := httptest.NewUnstartedServer(srv)
-	if o.listen != nil {
-		hs.Listener = o.listen(hs.Listener)
-	}
-	hs.Start()
+	hs := httptest.NewServer(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()

@@ -190,11 +190,6 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		if ev.Type == thread.KindSnapshot && ev.Snapshot != nil && ev.Snapshot.RunStatus != thread.RunRunning {
-			// The run's last event: it leaves with the end of the body
-			// when the handler returns, in one write instead of two.
-			return nil
-		}
 		return rc.Flush()
 	})
 	if ctx.Err() != nil {
@@ -214,9 +209,10 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		return nil
 	}
 	start() // a rejoin after the last event: an empty stream
-	// No Flush of the connection: net/http writes what is buffered with
-	// the body's terminating chunk as the handler returns, in one write.
-	_ = bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return nil
+	}
+	_ = rc.Flush()
 	return nil
 }
 

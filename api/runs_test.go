@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -669,56 +668,4 @@ func TestUnsavedRunIsAnError(t *testing.T) {
 	// the request was written.
 	resp, body = e.do("GET", "/api/v1/threads/"+tid+"/checkpoints", nil)
 	wantStatus(t, resp, body, http.StatusNotFound, "not_found")
-}
-
-// lastWrite keeps the last write on the connections a listener accepts.
-type lastWrite struct {
-	net.Listener
-	mu   *sync.Mutex
-	last *[]byte
-}
-
-func (l lastWrite) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return lastWriteConn{Conn: c, l: l}, nil
-}
-
-type lastWriteConn struct {
-	net.Conn
-	l lastWrite
-}
-
-func (c lastWriteConn) Write(b []byte) (int, error) {
-	c.l.mu.Lock()
-	*c.l.last = append((*c.l.last)[:0], b...)
-	c.l.mu.Unlock()
-	return c.Conn.Write(b)
-}
-
-// TestStreamEndsWithLastEvent: a stream's last event leaves in the same
-// write as the end of the body (the terminating chunk), not in a write of
-// its own followed by a five-byte one: one write and one segment fewer per
-// stream, for the service and for the client.
-func TestStreamEndsWithLastEvent(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	var last []byte
-	e := setup(t, withTokens(3), withDelay(20*time.Millisecond), func(o *options) {
-		o.listen = func(l net.Listener) net.Listener { return lastWrite{Listener: l, mu: &mu, last: &last} }
-	})
-	resp, evs := e.stream(newID(), newMessage("the last write", nil))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("run: got status %d, want 200", resp.StatusCode)
-	}
-	if final := checkRun(t, evs); final.RunStatus != "succeeded" {
-		t.Fatalf("run status: got %s, want succeeded", final.RunStatus)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !bytes.HasSuffix(last, []byte("\r\n0\r\n\r\n")) || !bytes.Contains(last, []byte(`"run_status":"succeeded"`)) {
-		t.Fatalf("last write on the connection: got %q, want the final snapshot and the terminating chunk together", last)
-	}
 }
