@@ -18,14 +18,16 @@ package main
 //     them. File sizes grow when a page is added, not at a checkpoint, so no
 //     CHECKPOINT is needed; dead row versions (the run row's update, the
 //     thread row's updates, the live event log replaced by the compact one)
-//     are counted as they occupy space until a VACUUM reuses it.
+//     are counted as they occupy space until a VACUUM reuses it. The
+//     tables are vacuumed once before the workload (see settle).
 //   - get_state_ms: Service.Snapshot plus building the path to the head and
 //     the repository (what GET /messages serialises), on a new Service with
 //     an empty tree cache, so every checkpoint is read from Postgres.
 //   - history_ms: GET /threads/{id}/checkpoints over HTTP, decoded, on a
 //     server whose Service has an empty tree cache.
-//   - fork_ms / edit_ms: in-process like turn_ms; each one is read back from
-//     a snapshot of a new Service and compared with what the run streamed.
+//   - fork_ms / edit_ms: in-process like turn_ms; after all repetitions of
+//     an N, each one is read back from a snapshot of a new Service and
+//     compared with what the run streamed.
 
 import (
 	"bytes"
@@ -724,7 +726,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	res.Measured = map[string]string{
 		"turn_ms":             "in-process thread.Service: StartRun (user message under the current leaf) + FollowRun to the final snapshot, which is published after the reply, the compacted event log and the run's end are committed; median of the fresh turns",
 		"http_turn_ms":        "POST /api/v1/threads/{id}/runs/stream on an in-process server on 127.0.0.1, every NDJSON line decoded, to the end of the stream; median of the fresh turns",
-		"bytes_per_turn":      "growth of sum(pg_total_relation_size) over every table of the bench database (threads, checkpoints, runs, run_events, attachments, schema_migrations: heap, TOAST, indexes, FSM/VM) during the fresh turns, divided by them; dead row versions of updated rows and of the replaced live event log count until autovacuum (left at the server's settings) makes their space reusable; sizes move in 8 KiB pages, so a short window is coarse and can even shrink when autovacuum truncates a table (file sizes change when pages are added, so no CHECKPOINT is needed)",
+		"bytes_per_turn":      "growth of sum(pg_total_relation_size) over every table of the bench database (vacuumed once before the workload: the store's connection warm-ups leave rolled-back rows and, when they contend, pages added at once) (threads, checkpoints, runs, run_events, attachments, schema_migrations: heap, TOAST, indexes, FSM/VM) during the fresh turns, divided by them; dead row versions of updated rows and of the replaced live event log count until autovacuum (left at the server's settings) makes their space reusable; sizes move in 8 KiB pages, so a short window is coarse and can even shrink when autovacuum truncates a table (file sizes change when pages are added, so no CHECKPOINT is needed)",
 		"row_bytes_per_turn":  "sum of pg_column_size of the fresh thread's live rows (thread, checkpoints, runs, run_events) divided by the turns: the data itself, without indexes, page overhead or dead versions",
 		"tokens_per_s":        "one run of tokens_per_s_run tokens in-process, token events counted at the FollowRun consumer, from StartRun to the end of the stream; median of reps runs",
 		"http_tokens_per_s":   "the same over HTTP, every NDJSON line decoded by the client; median of reps runs",
@@ -736,7 +738,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		"fork_ms":             "in-process regenerate of assistant reply mid = ceil(N/2) (parent = the user message above it, source = the reply) to the final snapshot; median of reps (each adds a sibling)",
 		"edit_ms":             "in-process edit of user message mid (parent = its parent, source = it), the model answers, to the final snapshot; median of reps",
 		"commit_ms":           "this machine's durable commit at the time: a one-row INSERT and its commit on an idle connection (its own table, outside the sizes), right after each fork and each edit; median (per N in by_n, over all N at the top). Every turn, fork and edit includes one such commit: the peer's figures did too, on a machine whose commit time PEER_WORKLOAD.md does not give",
-		"persisted_ok":        "each fork/edit is read back from a snapshot of a new Service (from Postgres) and compared with the stream: reply id, text (also equal to the built-in model's text for that prompt), parent ids, role, status, run id, the edited user message's text and parent, and the head path ending at the new reply",
+		"persisted_ok":        "each fork/edit is read back, after all repetitions of its N (untimed), from a snapshot of a new Service (from Postgres) and compared with the stream: reply id, text (also equal to the built-in model's text for that prompt), parent ids, role, status, run id, the edited user message's text and parent, and the head path ending at the new reply, with the head the thread stored right after that run",
 		"thread_stored_bytes": "growth of sum(pg_total_relation_size) while the N thread was built (N turns); thread_row_bytes: its live rows as row_bytes_per_turn",
 		"turn_end_ms":         "in-process turn appended under the N thread's main leaf (after the forks and edits); median of end_turns turns; bytes_per_turn_end: size growth over those turns divided by them",
 	}
