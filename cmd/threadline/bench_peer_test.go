@@ -281,33 +281,20 @@ func setupPeerBench(t *testing.T) (context.Context, *peerBench) {
 func TestBenchPeerStartsOnSettledTables(t *testing.T) {
 	t.Parallel()
 	ctx, b := setupPeerBench(t)
-	rows, err := b.pgStats.Query(ctx, `SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'schema_migrations'`)
+	var tables int
+	var nonEmpty string
+	err := b.pgStats.QueryRow(ctx, `SELECT count(*),
+		coalesce(string_agg(c.relname || ' ' || pg_relation_size(c.oid) || ' B', ', ') FILTER (WHERE pg_relation_size(c.oid) > 0), '')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'schema_migrations'`).Scan(&tables, &nonEmpty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
-		name string
-		size int64
-	}, error) {
-		var v struct {
-			name string
-			size int64
-		}
-		err := r.Scan(&v.name, &v.size)
-		return v, err
-	})
-	if err != nil {
-		t.Fatal(err)
+	if tables < 4 {
+		t.Fatalf("tables: got %d, want Threadline's (threads, checkpoints, runs, run_events, ...)", tables)
 	}
-	if len(sizes) < 4 {
-		t.Fatalf("tables: got %d, want Threadline's (threads, checkpoints, runs, run_events, ...)", len(sizes))
-	}
-	for _, s := range sizes {
-		if s.size != 0 {
-			t.Errorf("table %s: got %d bytes of heap after open, want 0 (the warm-ups' rolled-back rows vacuumed away)", s.name, s.size)
-		}
+	if nonEmpty != "" {
+		t.Errorf("heaps after open: got %s, want every one empty (the warm-ups' rolled-back rows vacuumed away)", nonEmpty)
 	}
 }
 
