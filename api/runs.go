@@ -171,7 +171,7 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if ev.Type == thread.KindToken {
 			// Tokens are most of a stream: write their line directly
 			// rather than through reflection and re-compaction.
-			line = AppendTokenLine(line[:0], &ev)
+			line = appendTokenLine(line[:0], &ev)
 			if _, err := bw.Write(line); err != nil {
 				return err
 			}
@@ -228,10 +228,9 @@ func eventLine(ev *thread.Event) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// AppendTokenLine appends a token event's NDJSON line, byte for byte what
+// appendTokenLine appends a token event's NDJSON line, byte for byte what
 // json.Encoder writes for it (field order, HTML escaping, trailing newline).
-// It is exported for `bench floor`, which must write the same lines.
-func AppendTokenLine(b []byte, ev *thread.Event) []byte {
+func appendTokenLine(b []byte, ev *thread.Event) []byte {
 	b = append(b, `{"type":"token","run_id":"`...)
 	b = checkpoint.AppendUUID(b, ev.RunID)
 	b = append(b, `","sequence":`...)

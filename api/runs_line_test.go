@@ -12,9 +12,9 @@ import (
 	"github.com/threadline/threadline/thread"
 )
 
-// TestAppendTokenLine checks that the token fast path writes exactly what
+// TestTokenLineMatchesEncoder checks that the token fast path writes exactly what
 // json.Encoder writes for the event.
-func TestAppendTokenLine(t *testing.T) {
+func TestTokenLineMatchesEncoder(t *testing.T) {
 	t.Parallel()
 	texts := []string{"", " abcd", "Hel", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\r\x00\x1f\b\f",
 		"\u2028\u2029", "héllo wörld ✓ 😀", "bad \xff\xfe utf-8", "del \x7f", "{\"json\":true}"}
@@ -24,8 +24,8 @@ func TestAppendTokenLine(t *testing.T) {
 		if err := json.NewEncoder(&want).Encode(ev); err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendTokenLine(nil, &ev); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("AppendTokenLine(%q) =\n%s\nwant\n%s", text, got, want.Bytes())
+		if got := appendTokenLine(nil, &ev); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("appendTokenLine(%q) =\n%s\nwant\n%s", text, got, want.Bytes())
 		}
 	}
 }
@@ -43,7 +43,7 @@ func BenchmarkTokenLine(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		var line []byte
 		for b.Loop() {
-			line = AppendTokenLine(line[:0], &ev)
+			line = appendTokenLine(line[:0], &ev)
 		}
 	})
 }

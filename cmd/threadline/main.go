@@ -1,7 +1,8 @@
-// Command threadline is the Threadline service: `serve` runs the HTTP API,
-// `migrate` manages the schema and `bench` runs the benchmarks. It wires the
-// store, the stream hub, the models and the API together; configuration comes
-// from flags, each defaulting to an environment variable.
+// Command threadline is the Threadline service: `serve` runs the HTTP API
+// and `migrate` manages the schema. It wires the store, the stream hub, the
+// models and the API together; configuration comes from flags, each
+// defaulting to an environment variable. The benchmarks are a command of
+// their own, cmd/threadline-bench.
 package main
 
 import (
@@ -47,7 +48,6 @@ const usage = `threadline: conversation trees of immutable checkpoints in Postgr
 Usage:
   threadline serve [flags]            run the HTTP API (migrates on start)
   threadline migrate up|down|version  manage the schema
-  threadline bench peer|load [flags]  run the benchmarks
 Run a subcommand with --help to list its settings.
 `
 
@@ -71,8 +71,6 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return p.Close()
 	case "migrate":
 		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "bench":
-		return benchCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -280,6 +280,20 @@ func TestHelpListsSettings(t *testing.T) {
 	}
 }
 
+// TestNoBenchSubcommand: the benchmarks are cmd/threadline-bench; the
+// service neither lists nor runs them.
+func TestNoBenchSubcommand(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := Main(context.Background(), []string{"bench", "peer"}, func(string) string { return "" }, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `unknown subcommand "bench"`) {
+		t.Errorf("threadline bench: got %v, want unknown subcommand", err)
+	}
+	if strings.Contains(usage, "bench") {
+		t.Errorf("usage mentions bench:\n%s", usage)
+	}
+}
+
 func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{

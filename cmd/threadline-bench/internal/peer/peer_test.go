@@ -1,4 +1,4 @@
-package main
+package peer
 
 import (
 	"bytes"
@@ -28,9 +28,9 @@ func TestBenchPeerSmall(t *testing.T) {
 	defer cancel()
 	var stdout bytes.Buffer
 	stderr := &peerSyncBuffer{} // the bench's progress and its service's log share it
-	args := []string{"peer", "--database-url", dbURL, "--n", "3,4", "--reps", "2", "--fresh-turns", "3",
+	args := []string{"--database-url", dbURL, "--n", "3,4", "--reps", "2", "--fresh-turns", "3",
 		"--warmup-turns", "1", "--tokens-per-s-run", "500", "--end-turns", "2"}
-	if err := benchCmd(ctx, args, func(string) string { return "" }, &stdout, stderr); err != nil {
+	if err := Run(ctx, args, func(string) string { return "" }, &stdout, stderr); err != nil {
 		t.Fatalf("bench peer: got error %v, want none; stderr:\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
@@ -153,7 +153,7 @@ func TestBenchPeerDropsDatabaseOnCancel(t *testing.T) {
 	stderr := &peerSyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- benchCmd(ctx, []string{"peer", "--database-url", dbURL, "--n", "50", "--reps", "1", "--fresh-turns", "200",
+		done <- Run(ctx, []string{"--database-url", dbURL, "--n", "50", "--reps", "1", "--fresh-turns", "200",
 			"--warmup-turns", "0"}, func(string) string { return "" }, &stdout, stderr)
 	}()
 	// Cancel once the database exists and turns are running.
@@ -204,7 +204,7 @@ func TestBenchPeerFlags(t *testing.T) {
 	t.Parallel()
 	env := func(string) string { return "" }
 	var stdout, stderr bytes.Buffer
-	if err := benchCmd(context.Background(), []string{"peer", "--help"}, env, &stdout, &stderr); err != nil {
+	if err := Run(context.Background(), []string{"--help"}, env, &stdout, &stderr); err != nil {
 		t.Errorf("bench peer --help: got error %v, want none", err)
 	}
 	for _, f := range []string{"-database-url", "-n ", "-reps", "-fresh-turns", "-warmup-turns", "-tokens-per-s-run", "-end-turns"} {
@@ -224,7 +224,7 @@ func TestBenchPeerFlags(t *testing.T) {
 		{[]string{"extra"}, "takes no arguments"},
 	} {
 		stderr.Reset()
-		err := benchCmd(context.Background(), append([]string{"peer"}, tc.args...), env, &stdout, &stderr)
+		err := Run(context.Background(), tc.args, env, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, flag.ErrHelp) {
 			t.Errorf("bench peer %v: got error %v, want one containing %q", tc.args, err, tc.want)
 		}
@@ -243,7 +243,7 @@ func TestComparePeerExact(t *testing.T) {
 		{1.225, 0.715, false}, // 9.96x and 9.93x, shown as 10.0 and 9.9
 	}
 	for _, c := range cases {
-		res := &PeerResult{TurnMS: c.turnMS, BytesPerTurn: 1, TokensPerS: 1e6,
+		res := &Result{TurnMS: c.turnMS, BytesPerTurn: 1, TokensPerS: 1e6,
 			ByN: map[string]*NResult{"10": {ForkMS: c.forkMS}}}
 		peer, targets := comparePeer(res, []int{10})
 		if got := targets["turn_ms_10x"]; got != c.want {

@@ -1,6 +1,4 @@
-package main
-
-// `threadline bench peer`: the workload of PEER_WORKLOAD.md against
+// Package peer is `threadline-bench peer`: the workload of PEER_WORKLOAD.md against
 // Threadline, on a fresh database it creates, migrates and drops.
 //
 // What is measured, and how:
@@ -28,6 +26,7 @@ package main
 //   - fork_ms / edit_ms: in-process like turn_ms; after all repetitions of
 //     an N, each one is read back from a snapshot of a new Service and
 //     compared with what the run streamed.
+package peer
 
 import (
 	"bytes"
@@ -58,6 +57,7 @@ import (
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
@@ -92,7 +92,7 @@ var peerFigures = struct {
 	},
 }
 
-const benchPeerUsage = `usage: threadline bench peer [flags]
+const benchPeerUsage = `usage: threadline-bench peer [flags]
 
 Runs the workload of PEER_WORKLOAD.md against Threadline: turns, forks,
 edits, snapshots, history, bytes per turn and tokens/s, in-process and over
@@ -119,14 +119,13 @@ type peerOptions struct {
 }
 
 func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io.Writer) (peerOptions, error) {
-	fs := flag.NewFlagSet("threadline bench peer", flag.ContinueOnError)
+	fs := flag.NewFlagSet("threadline-bench peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	e := &envFlags{fs: fs, getenv: getenv}
 	var o peerOptions
 	var ns string
 	var reps, fresh, warm, big, end int64
-	e.str(&o.databaseURL, "database-url", "THREADLINE_DATABASE_URL", "",
-		"Postgres URL of a database on the server to use (a maintenance database such as postgres); the user must be allowed to CREATE DATABASE. Empty: the project's own cluster (deploy/pg.sh start)")
+	fs.StringVar(&o.databaseURL, "database-url", getenv("THREADLINE_DATABASE_URL"),
+		"Postgres URL of a database on the server to use (a maintenance database such as postgres); the user must be allowed to CREATE DATABASE. Empty: the project's own cluster (deploy/pg.sh start) ($THREADLINE_DATABASE_URL)")
 	fs.StringVar(&ns, "n", "10,100,500", "comma-separated thread lengths N (turns) for the per-N figures")
 	fs.Int64Var(&reps, "reps", 5, "repetitions per timing (the median is reported), 1..1000")
 	fs.Int64Var(&fresh, "fresh-turns", 20, "turns on the fresh thread (turn_ms, bytes_per_turn)")
@@ -148,9 +147,6 @@ func parsePeerFlags(args []string, getenv func(string) string, stdout, stderr io
 	}
 	if err := fs.Parse(args); err != nil {
 		return o, err
-	}
-	if len(e.errs) > 0 {
-		return o, errors.Join(e.errs...)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("bench peer takes no arguments, got %q (see --help)", fs.Args())
@@ -256,8 +252,8 @@ type NResult struct {
 	PersistProblems   []string `json:"persist_problems,omitempty"`
 }
 
-// PeerResult is the JSON object the bench prints last.
-type PeerResult struct {
+// Result is the JSON object the bench prints last.
+type Result struct {
 	TurnMS             float64            `json:"turn_ms"`
 	HTTPTurnMS         float64            `json:"http_turn_ms"`
 	BytesPerTurn       float64            `json:"bytes_per_turn"`
@@ -274,7 +270,7 @@ type PeerResult struct {
 	Targets   map[string]bool     `json:"targets"`
 	Settings  map[string]any      `json:"settings"`
 	Measured  map[string]string   `json:"measured"`
-	Machine   MachineInfo         `json:"machine"`
+	Machine   bench.Machine       `json:"machine"`
 	Postgres  string              `json:"postgres"`
 	GoVersion string              `json:"go_version"`
 	Commit    string              `json:"commit"`
@@ -283,8 +279,12 @@ type PeerResult struct {
 	DurationS float64             `json:"duration_s"`
 }
 
-// benchPeer runs the peer workload.
-func benchPeer(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Run runs `threadline-bench peer` with args: the peer workload on a fresh
+// database it drops at the end; the result goes to stdout as one JSON line,
+// progress to stderr. --help prints the settings and returns nil. It fails
+// on bad flags, when no Postgres can be had or a database not created, and
+// when a step of the workload fails or ctx ends.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	opt, err := parsePeerFlags(args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -292,7 +292,7 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("bench peer: %w", err)
 	}
-	stopProfile, err := benchProfile(opt.cpuProfile)
+	stopProfile, err := bench.StartProfile(opt.cpuProfile)
 	if err != nil {
 		return fmt.Errorf("bench peer: %w", err)
 	}
@@ -304,30 +304,30 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 	admin := opt.databaseURL
 	if admin == "" {
 		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
-		admin, err = store.StartOwnCluster(ctx, stderr)
+		admin, err = bench.OwnCluster(ctx, stderr)
 		if err != nil {
 			return fmt.Errorf("bench peer: %w; set THREADLINE_DATABASE_URL (or --database-url) to a Postgres URL whose user may CREATE DATABASE", err)
 		}
 	}
 	aconn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return fmt.Errorf("bench peer: connect to %s: %w (set THREADLINE_DATABASE_URL or --database-url)", redactURL(admin), err)
+		return fmt.Errorf("bench peer: connect to %s: %w (set THREADLINE_DATABASE_URL or --database-url)", bench.RedactURL(admin), err)
 	}
 	defer aconn.Close(context.WithoutCancel(ctx))
-	res := &PeerResult{ByN: map[string]*NResult{}, Machine: machineInfo(), Postgres: pgVersion(ctx, aconn),
-		GoVersion: runtime.Version(), Commit: gitCommit(), StartedAt: started.UTC().Format(time.RFC3339)}
+	res := &Result{ByN: map[string]*NResult{}, Machine: bench.MachineInfo(), Postgres: bench.PGVersion(ctx, aconn),
+		GoVersion: runtime.Version(), Commit: bench.GitCommit(), StartedAt: started.UTC().Format(time.RFC3339)}
 	name := fmt.Sprintf("tl_bench_%d_%08d", os.Getpid(), rand.IntN(1e8))
 	res.Database = name
 	if _, err := aconn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
 		return fmt.Errorf("bench peer: create database %s: %w", name, err)
 	}
-	progress("database %s created on %s", name, redactURL(admin))
+	progress("database %s created on %s", name, bench.RedactURL(admin))
 	dbURL := store.WithDatabase(admin, name)
 	b := &peerBench{opt: opt, stderr: stderr}
 	defer func() {
 		b.close()
 		if opt.keepDB {
-			progress("database %s kept (--keep-database): %s", name, redactURL(dbURL))
+			progress("database %s kept (--keep-database): %s", name, bench.RedactURL(dbURL))
 			return
 		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -347,7 +347,7 @@ func benchPeer(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return fmt.Errorf("bench peer: %w", err)
 	}
-	res.DurationS = round(time.Since(started).Seconds(), 1)
+	res.DurationS = bench.Round(time.Since(started).Seconds(), 1)
 	out, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -716,7 +716,7 @@ func (b *peerBench) rowBytes(ctx context.Context, threadID uuid.UUID) (int64, er
 	return n, err
 }
 
-func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(string, ...any)) error {
+func (b *peerBench) run(ctx context.Context, res *Result, progress func(string, ...any)) error {
 	o := b.opt
 	res.Settings = map[string]any{
 		"reply_tokens": peerReplyTokens, "token_bytes": 5, "user_message_bytes": peerUserBytes, "model_delay": "0",
@@ -799,12 +799,12 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 	res.BytesPerTurnTables = map[string]float64{}
 	for name, size := range tablesAfter {
 		if d := size - tablesBefore[name]; d != 0 {
-			res.BytesPerTurnTables[name] = round(float64(d)/float64(o.freshTurns), 1)
+			res.BytesPerTurnTables[name] = bench.Round(float64(d)/float64(o.freshTurns), 1)
 		}
 	}
-	res.TurnMS = round(median(turnMS), 3)
-	res.BytesPerTurn = round(float64(after-before)/float64(o.freshTurns), 1)
-	res.RowBytesPerTurn = round(float64(rows)/float64(o.freshTurns), 1)
+	res.TurnMS = bench.Round(median(turnMS), 3)
+	res.BytesPerTurn = bench.Round(float64(after-before)/float64(o.freshTurns), 1)
+	res.RowBytesPerTurn = bench.Round(float64(rows)/float64(o.freshTurns), 1)
 	progress("fresh thread, in-process: %d turns, turn_ms median %.3f (%s ms); bytes_per_turn %.0f (total size %d -> %d); row_bytes_per_turn %.0f",
 		o.freshTurns, res.TurnMS, fmtList(turnMS), res.BytesPerTurn, before, after, res.RowBytesPerTurn)
 	progress("fresh thread, in-process: bytes_per_turn by table (heap, TOAST and indexes): %v", res.BytesPerTurnTables)
@@ -834,7 +834,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		leaf = r.headID
 		httpMS = append(httpMS, ms(r.elapsed))
 	}
-	res.HTTPTurnMS = round(median(httpMS), 3)
+	res.HTTPTurnMS = bench.Round(median(httpMS), 3)
 	progress("fresh thread, HTTP: %d turns, http_turn_ms median %.3f (min %.3f, max %.3f)", o.freshTurns, res.HTTPTurnMS, slices.Min(httpMS), slices.Max(httpMS))
 
 	// tokens/s: one long run, in-process and over HTTP.
@@ -861,8 +861,8 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		}
 		htps = append(htps, float64(h.tokens)/h.elapsed.Seconds())
 	}
-	res.TokensPerS = round(median(tps), 0)
-	res.HTTPTokensPerS = round(median(htps), 0)
+	res.TokensPerS = bench.Round(median(tps), 0)
+	res.HTTPTokensPerS = bench.Round(median(htps), 0)
 	progress("tokens/s: runs of %d tokens: in-process median %.0f (%s), HTTP median %.0f (%s)",
 		o.bigTokens, res.TokensPerS, fmtList(tps), res.HTTPTokensPerS, fmtList(htps))
 
@@ -873,7 +873,7 @@ func (b *peerBench) run(ctx context.Context, res *PeerResult, progress func(stri
 		}
 		res.ByN[strconv.Itoa(n)] = nr
 	}
-	res.CommitMS = round(median(b.commits), 3)
+	res.CommitMS = bench.Round(median(b.commits), 3)
 	res.Peer, res.Targets = comparePeer(res, o.ns)
 	return nil
 }
@@ -915,7 +915,7 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 	if nr.ThreadRowBytes, err = b.rowBytes(ctx, threadID); err != nil {
 		return nil, err
 	}
-	nr.BuildTurnMS = round(median(buildMS), 3)
+	nr.BuildTurnMS = bench.Round(median(buildMS), 3)
 	progress("N=%d: built with %d turns (median %.3f ms, last %.3f ms); thread_stored_bytes %d (live rows %d)",
 		n, n, nr.BuildTurnMS, buildMS[len(buildMS)-1], nr.ThreadStoredBytes, nr.ThreadRowBytes)
 	want := 2 * n
@@ -964,7 +964,7 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			return nil, fmt.Errorf("GET /messages: %d messages, %d in the repository, want %d", len(msgs.Messages), len(msgs.MessageRepository.Messages), want)
 		}
 	}
-	nr.GetStateMS, nr.GetStateWarmMS, nr.HTTPGetStateMS = round(median(cold), 3), round(median(warm), 3), round(median(httpCold), 3)
+	nr.GetStateMS, nr.GetStateWarmMS, nr.HTTPGetStateMS = bench.Round(median(cold), 3), bench.Round(median(warm), 3), bench.Round(median(httpCold), 3)
 
 	// history: GET /checkpoints, cold and warm.
 	var hist, histWarm []float64
@@ -998,7 +998,7 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			}
 		}
 	}
-	nr.HistoryMS, nr.HistoryWarmMS = round(median(hist), 3), round(median(histWarm), 3)
+	nr.HistoryMS, nr.HistoryWarmMS = bench.Round(median(hist), 3), bench.Round(median(histWarm), 3)
 	nr.Checkpoints = want
 	progress("N=%d: get_state_ms %.3f cold in-process (%s), %.3f warm, %.3f over HTTP; history_ms %.3f cold over HTTP (%s), %.3f warm",
 		n, nr.GetStateMS, fmtList(cold), nr.GetStateWarmMS, nr.HTTPGetStateMS, nr.HistoryMS, fmtList(hist), nr.HistoryWarmMS)
@@ -1084,7 +1084,7 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 			nr.PersistProblems = append(nr.PersistProblems, w.what+": "+problem)
 		}
 	}
-	nr.ForkMS, nr.EditMS, nr.CommitMS = round(median(forkMS), 3), round(median(editMS), 3), round(median(commitMS), 3)
+	nr.ForkMS, nr.EditMS, nr.CommitMS = bench.Round(median(forkMS), 3), bench.Round(median(editMS), 3), bench.Round(median(commitMS), 3)
 	b.commits = append(b.commits, commitMS...)
 	nr.ForkEditBreakdown = b.timed.perTurn(len(forkMS)+len(editMS), sum(forkMS)+sum(editMS))
 	progress("N=%d: mid %d: fork_ms %.3f (%s) persisted %v; edit_ms %.3f (%s) persisted %v; store calls per fork or edit (count, ms): %s; a bare commit after each: %.3f ms",
@@ -1112,8 +1112,8 @@ func (b *peerBench) perN(ctx context.Context, n int, progress func(string, ...an
 	if err != nil {
 		return nil, err
 	}
-	nr.TurnEndMS = round(median(endMS), 3)
-	nr.BytesPerTurnEnd = round(float64(after-before)/float64(o.endTurns), 1)
+	nr.TurnEndMS = bench.Round(median(endMS), 3)
+	nr.BytesPerTurnEnd = bench.Round(float64(after-before)/float64(o.endTurns), 1)
 	progress("N=%d: turn_end_ms %.3f (%s); bytes_per_turn_end %.0f", n, nr.TurnEndMS, fmtList(endMS), nr.BytesPerTurnEnd)
 	return nr, nil
 }
@@ -1189,7 +1189,7 @@ func (b *peerBench) verify(ctx context.Context, threadID uuid.UUID, r runResult,
 }
 
 // comparePeer returns the peer's figures with ratios and the targets.
-func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
+func comparePeer(res *Result, ns []int) (map[string]any, map[string]bool) {
 	p := peerFigures
 	// Targets compare exact ratios; the JSON shows them rounded (9.96x is
 	// shown as 10 and does not meet 10x).
@@ -1199,7 +1199,7 @@ func comparePeer(res *PeerResult, ns []int) (map[string]any, map[string]bool) {
 		}
 		return a / b
 	}
-	div := func(a, b float64) float64 { return round(raw(a, b), 1) }
+	div := func(a, b float64) float64 { return bench.Round(raw(a, b), 1) }
 	ratio := map[string]any{
 		"turn_ms":           div(p.TurnMS, res.TurnMS),
 		"http_turn_ms":      div(p.TurnMS, res.HTTPTurnMS),
@@ -1320,11 +1320,11 @@ func (t *timedStore) perTurn(turns int, totalMS float64) map[string]any {
 	out := map[string]any{}
 	var storeMS float64
 	for op, s := range t.ops {
-		out[op] = map[string]float64{"calls": round(float64(s.n)/float64(turns), 2), "ms": round(ms(s.d)/float64(turns), 3)}
+		out[op] = map[string]float64{"calls": bench.Round(float64(s.n)/float64(turns), 2), "ms": bench.Round(ms(s.d)/float64(turns), 3)}
 		storeMS += ms(s.d)
 	}
-	out["store_ms"] = round(storeMS/float64(turns), 3)
-	out["turn_mean_ms"] = round(totalMS/float64(turns), 3)
+	out["store_ms"] = bench.Round(storeMS/float64(turns), 3)
+	out["turn_mean_ms"] = bench.Round(totalMS/float64(turns), 3)
 	return out
 }
 

@@ -1,8 +1,7 @@
-package main
-
-// `threadline bench load`: K concurrent runs over real HTTP on loopback, with
-// NDJSON clients that read like a browser, a share of which drop the
-// connection mid-run and rejoin with ?after=N. See loadUsage.
+// Package load is `threadline-bench load`: K concurrent runs over real
+// HTTP on loopback, with NDJSON clients that read like a browser, a share of
+// which drop the connection mid-run and rejoin with ?after=N. See loadUsage.
+package load
 
 import (
 	"bufio"
@@ -20,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,11 +33,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 )
 
-const loadUsage = `usage: threadline bench load [flags]
+const loadUsage = `usage: threadline-bench load [flags]
 
 Starts K concurrent runs over real HTTP on 127.0.0.1 (one new thread per run,
 the built-in model at a fixed token rate, on_disconnect "continue"), reads
@@ -49,8 +50,9 @@ For each
 K it prints one JSON object on stdout; the last line is a summary holding all
 of them. Progress goes to stderr.
 
-By default every K gets its own service (this binary, "serve", as a child
-process on a free loopback port) and its own fresh database, created on the
+By default every K gets its own service (the threadline binary beside this
+one, or on $PATH, run as "threadline serve"; --server-bin names another) as a
+child process on a free loopback port and its own fresh database, created on the
 Postgres of --database-url ($THREADLINE_DATABASE_URL, else the project's own
 cluster via deploy/pg.sh start) and dropped afterwards, so the server's CPU
 and memory are measured apart from the client's. --url targets a running
@@ -88,7 +90,7 @@ type loadOpts struct {
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
-	fs := flag.NewFlagSet("threadline bench load", flag.ContinueOnError)
+	fs := flag.NewFlagSet("threadline-bench load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, loadUsage)
@@ -111,11 +113,11 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&o.selfProfile, "cpuprofile", "", "write a CPU profile of the load generator (the clients) to this file (go tool pprof)")
 	fs.StringVar(&o.cpuProfile, "server-cpu-profile", "", "child mode: each K's service writes a CPU profile to this path with .k<K> appended (go tool pprof)")
 	fs.IntVar(&o.dbMaxConns, "db-max-conns", 32, "database pool size of the child service ($THREADLINE_DB_MAX_CONNS of serve)")
-	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service (default: this executable)")
+	fs.StringVar(&o.serverBin, "server-bin", "", "binary to run as the service with 'serve' (default: threadline beside this executable, else on $PATH); with --floor, the binary to run with 'floor' (default: this executable)")
 	fs.StringVar(&o.apiKey, "api-key", getenv("THREADLINE_BENCH_API_KEY"), "bearer key for a --url service with authentication ($THREADLINE_BENCH_API_KEY)")
 	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
 	fs.BoolVar(&o.preconnect, "preconnect", true, "before measuring, open one keep-alive connection per client, as a browser that has loaded the app holds one, so that each run's POST reuses it (rejoins still dial a new one); false: every POST dials")
-	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
+	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline-bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -194,9 +196,9 @@ func loadPercentiles(v []float64) loadDist {
 	slices.Sort(v)
 	q := func(p float64) float64 {
 		i := int(math.Ceil(p*float64(len(v)))) - 1
-		return round(v[max(0, min(i, len(v)-1))], 3)
+		return bench.Round(v[max(0, min(i, len(v)-1))], 3)
 	}
-	return loadDist{P50: q(0.50), P99: q(0.99), Max: round(v[len(v)-1], 3), Samples: len(v)}
+	return loadDist{P50: q(0.50), P99: q(0.99), Max: bench.Round(v[len(v)-1], 3), Samples: len(v)}
 }
 
 // loadSecond is added_delay_ms for the tokens read in one second of the
@@ -228,8 +230,8 @@ type loadPool struct {
 	ConnsTo   float64 `json:"open_conns_after"`
 }
 
-// LoadResult is one K's measurement (one JSON line).
-type LoadResult struct {
+// Result is one K's measurement (one JSON line).
+type Result struct {
 	Bench            string           `json:"bench"`
 	K                int              `json:"k"`
 	TokensPerRun     int              `json:"tokens_per_run"`
@@ -281,7 +283,7 @@ type LoadResult struct {
 	MeetsGoal        bool             `json:"meets_goal"`
 	MeetsStretch     bool             `json:"meets_stretch"`
 	Target           string           `json:"target"`
-	Machine          MachineInfo      `json:"machine"`
+	Machine          bench.Machine    `json:"machine"`
 	Postgres         string           `json:"postgres"`
 	GoVersion        string           `json:"go_version"`
 	Commit           string           `json:"commit"`
@@ -403,7 +405,10 @@ type loadProgress struct {
 	tokens                                    atomic.Int64
 }
 
-func benchLoad(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Run runs `threadline-bench load` with args; one JSON line per K goes to
+// stdout, then the summary, and progress to stderr. It fails on bad flags,
+// when no Postgres or service can be had, or when --timeout cuts it short.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	o, err := parseLoadOpts(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -411,7 +416,7 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	loadRaiseNofile(stderr)
-	stopProfile, err := benchProfile(o.selfProfile)
+	stopProfile, err := bench.StartProfile(o.selfProfile)
 	if err != nil {
 		return fmt.Errorf("bench load: %w", err)
 	}
@@ -420,30 +425,30 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	if (o.url == "" && !o.floor) || o.dbURL != "" {
 		if o.dbURL == "" {
 			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
-			if o.dbURL, err = store.StartOwnCluster(ctx, stderr); err != nil {
+			if o.dbURL, err = bench.OwnCluster(ctx, stderr); err != nil {
 				return err
 			}
 		}
 	}
 	if o.url == "" && o.serverBin == "" {
-		if o.serverBin, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this executable: %w", err)
+		if o.serverBin, err = defaultServerBin(o.floor); err != nil {
+			return err
 		}
 	}
 	pgver := "unknown"
 	if o.dbURL != "" {
 		conn, err := pgx.Connect(ctx, o.dbURL)
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", redactURL(o.dbURL), err)
+			return fmt.Errorf("connect to %s: %w", bench.RedactURL(o.dbURL), err)
 		}
-		pgver = pgVersion(ctx, conn)
+		pgver = bench.PGVersion(ctx, conn)
 		if o.url == "" && !o.floor {
 			loadDropStale(ctx, conn, stderr)
 		}
 		conn.Close(ctx)
 	}
-	machine, commit := machineInfo(), gitCommit()
-	var results []LoadResult
+	machine, commit := bench.MachineInfo(), bench.GitCommit()
+	var results []Result
 	enc := json.NewEncoder(stdout)
 	for _, k := range o.ks {
 		if ctx.Err() != nil {
@@ -470,27 +475,27 @@ func benchLoad(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
-// LoadSummary is the last line of stdout.
-type LoadSummary struct {
-	Bench     string       `json:"bench"`
-	Summary   bool         `json:"summary"`
-	Ks        []int        `json:"ks"`
-	AllGood   bool         `json:"all_meet_goal"`
-	BreaksAt  *int         `json:"breaks_at_k"`
-	BreakWhy  string       `json:"break_reason"`
-	Goal      string       `json:"goal"`
-	Results   []LoadResult `json:"results"`
-	Machine   MachineInfo  `json:"machine"`
-	Postgres  string       `json:"postgres"`
-	GoVersion string       `json:"go_version"`
-	Commit    string       `json:"commit"`
+// Summary is the last line of stdout.
+type Summary struct {
+	Bench     string        `json:"bench"`
+	Summary   bool          `json:"summary"`
+	Ks        []int         `json:"ks"`
+	AllGood   bool          `json:"all_meet_goal"`
+	BreaksAt  *int          `json:"breaks_at_k"`
+	BreakWhy  string        `json:"break_reason"`
+	Goal      string        `json:"goal"`
+	Results   []Result      `json:"results"`
+	Machine   bench.Machine `json:"machine"`
+	Postgres  string        `json:"postgres"`
+	GoVersion string        `json:"go_version"`
+	Commit    string        `json:"commit"`
 }
 
-func loadSummarize(rs []LoadResult, o loadOpts) LoadSummary {
-	s := LoadSummary{Bench: "load", Summary: true, Ks: o.ks, AllGood: len(rs) == len(o.ks), Results: rs,
+func loadSummarize(rs []Result, o loadOpts) Summary {
+	s := Summary{Bench: "load", Summary: true, Ks: o.ks, AllGood: len(rs) == len(o.ks), Results: rs,
 		Goal: fmt.Sprintf("every run completes, every token delivered exactly once, p99 added delay < %d ms (stretch %d ms)", loadGoalP99MS, loadStretchP99MS)}
 	if s.Results == nil {
-		s.Results = []LoadResult{}
+		s.Results = []Result{}
 	}
 	for _, r := range rs {
 		if r.MeetsGoal {
@@ -520,9 +525,9 @@ func loadSummarize(rs []LoadResult, o loadOpts) LoadSummary {
 }
 
 // loadOne measures one K.
-func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResult, error) {
+func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, error) {
 	interval := time.Duration(float64(time.Second) / o.rate)
-	res := LoadResult{Bench: "load", K: k, TokensPerRun: o.tokens, RateTokensPerS: o.rate, RejoinShare: o.rejoinShare,
+	res := Result{Bench: "load", K: k, TokensPerRun: o.tokens, RateTokensPerS: o.rate, RejoinShare: o.rejoinShare,
 		DelayMethod: loadDelayMethod, Errors: []string{}, Warmup: o.warmup}
 	if o.ramp > 0 {
 		res.Ramp = fmt.Sprintf("spread: run i starts at i/K x %s", o.ramp)
@@ -531,7 +536,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	}
 	// The last run starts at (K-1)/K of the ramp and takes tokens/rate.
 	ideal := time.Duration(float64(o.ramp)*float64(k-1)/float64(k)) + time.Duration(o.tokens)*interval
-	res.IdealS = round(ideal.Seconds(), 3)
+	res.IdealS = bench.Round(ideal.Seconds(), 3)
 	budget := o.ramp + 3*time.Duration(o.tokens)*interval + 60*time.Second
 	kctx, kcancel := context.WithTimeout(ctx, budget)
 	defer kcancel()
@@ -545,7 +550,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 		}
 		defer child.stop(stderr)
 		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, child: child}
-		res.Target = "child: " + o.serverBin + " bench floor on " + child.addr + " (the floor: in memory, no database, no durability)"
+		res.Target = "child: " + o.serverBin + " floor on " + child.addr + " (the floor: in memory, no database, no durability)"
 	} else if o.url == "" {
 		dbName, err := loadCreateDB(ctx, o.dbURL, k)
 		if err != nil {
@@ -641,21 +646,21 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	}
 	tick.Stop()
 	wall := time.Since(t0)
-	res.WallS = round(wall.Seconds(), 3)
+	res.WallS = bench.Round(wall.Seconds(), 3)
 
 	// After: the process figures first, before anything else loads the server.
 	clientAfter := loadSelfCPU()
-	res.ClientCPUS = round(clientAfter-clientBefore, 3)
+	res.ClientCPUS = bench.Round(clientAfter-clientBefore, 3)
 	if machOK {
 		if after, ok := loadMachineCPU(); ok {
-			u := round(after.busyCores(machBefore), 3)
+			u := bench.Round(after.busyCores(machBefore), 3)
 			res.MachineCPUUtil = &u
 		}
 	}
 	if cpuOK {
 		if after, ok := loadProcCPU(tgt.pid); ok {
-			s := round(after-cpuBefore, 3)
-			u := round(s/wall.Seconds(), 3)
+			s := bench.Round(after-cpuBefore, 3)
+			u := bench.Round(s/wall.Seconds(), 3)
 			res.ServerCPUS, res.ServerCPUUtil = &s, &u
 		}
 		if peak, end, ok := loadProcRSS(tgt.pid); ok {
@@ -669,7 +674,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 			for pid, v := range after {
 				s += v - backendsBefore[pid] // new backends count from 0
 			}
-			s = round(s, 3)
+			s = bench.Round(s, 3)
 			res.DBBackendCPUS = &s
 		}
 	}
@@ -680,19 +685,19 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
 			p := &loadPool{MaxConns: m, ConnsFrom: metricsBefore["threadline_db_pool_total_conns"], ConnsTo: metricsAfter["threadline_db_pool_total_conns"],
 				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
-				WaitS:    round(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
+				WaitS:    bench.Round(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
 			if p.Acquires > 0 {
-				p.MeanWaitM = round(p.WaitS/p.Acquires*1000, 3)
+				p.MeanWaitM = bench.Round(p.WaitS/p.Acquires*1000, 3)
 			}
 			res.ServerPool = p
 		}
 		if !cpuOK {
 			if a, ok := metricsAfter["process_cpu_seconds_total"]; ok {
-				s := round(a-metricsBefore["process_cpu_seconds_total"], 3)
-				u := round(s/wall.Seconds(), 3)
+				s := bench.Round(a-metricsBefore["process_cpu_seconds_total"], 3)
+				u := bench.Round(s/wall.Seconds(), 3)
 				res.ServerCPUS, res.ServerCPUUtil = &s, &u
 				if rss, ok := metricsAfter["process_resident_memory_bytes"]; ok {
-					e := round(rss/(1<<20), 1)
+					e := bench.Round(rss/(1<<20), 1)
 					res.ServerRSSEndMB = &e
 				}
 				res.ServerStats = "/metrics process_cpu_seconds_total and process_resident_memory_bytes (no --server-pid: peak RSS unknown)"
@@ -705,7 +710,7 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (LoadResu
 	if dbErr == nil {
 		if after, err := loadDBSize(ctx, tgt.dbURL); err == nil {
 			g := after - dbBefore
-			per := round(float64(g)/float64(k), 1)
+			per := bench.Round(float64(g)/float64(k), 1)
 			res.DBGrowthBytes, res.DBGrowthPerRun = &g, &per
 		}
 	}
@@ -1061,7 +1066,7 @@ func loadFetchCreated(ctx context.Context, hc *http.Client, tgt loadTarget, clie
 }
 
 // loadCheck folds the clients into res: completion, exactly-once, delays.
-func loadCheck(res *LoadResult, clients []*loadClient, o loadOpts, interval time.Duration) {
+func loadCheck(res *Result, clients []*loadClient, o loadOpts, interval time.Duration) {
 	res.RunsStarted = len(clients)
 	res.TokensExpected = int64(len(clients)) * int64(o.tokens)
 	res.ExactlyOnce = true
@@ -1269,7 +1274,7 @@ func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interv
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(o.serverBin, "serve")
 	if o.floor {
-		cmd = exec.Command(o.serverBin, "bench", "floor")
+		cmd = exec.Command(o.serverBin, "floor")
 	}
 	env := []string{}
 	for _, kv := range os.Environ() {
@@ -1295,7 +1300,7 @@ func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interv
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s serve: %w", o.serverBin, err)
+		return nil, fmt.Errorf("start %s: %w", strings.Join(cmd.Args, " "), err)
 	}
 	c := &loadChild{cmd: cmd, addr: addr, done: make(chan struct{})}
 	go func() {
@@ -1381,6 +1386,35 @@ func (c *loadChild) stop(stderr io.Writer) {
 	}
 }
 
+// defaultServerBin is the binary a child runs when --server-bin is not
+// given: with floor, this executable (`threadline-bench floor`); else the
+// service, threadline, beside this executable (bin/threadline next to
+// bin/threadline-bench) or on $PATH.
+func defaultServerBin(floor bool) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find this executable: %w", err)
+	}
+	if floor {
+		return exe, nil
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	if p := filepath.Join(filepath.Dir(exe), "threadline"); isExecutable(p) {
+		return p, nil
+	}
+	if p, err := exec.LookPath("threadline"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("bench load: no threadline binary beside this one or on $PATH; build it (go build -o bin/threadline ./cmd/threadline) or give --server-bin")
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
 func loadFreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -1398,7 +1432,7 @@ const loadDBPrefix = "tl_bench_load_"
 func loadCreateDB(ctx context.Context, admin string, k int) (string, error) {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redactURL(admin), err)
+		return "", fmt.Errorf("connect to %s: %w", bench.RedactURL(admin), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	name := fmt.Sprintf("%s%s_%d_k%d_%06d", loadDBPrefix, time.Now().UTC().Format("20060102"), os.Getpid(), k, rand.IntN(1e6))
@@ -1540,9 +1574,9 @@ func loadProcRSS(pid int) (peakMB, endMB float64, ok bool) {
 		}
 		switch f[0] {
 		case "VmHWM:":
-			peakMB, n = round(kb/1024, 1), n+1
+			peakMB, n = bench.Round(kb/1024, 1), n+1
 		case "VmRSS:":
-			endMB, n = round(kb/1024, 1), n+1
+			endMB, n = bench.Round(kb/1024, 1), n+1
 		}
 	}
 	return peakMB, endMB, n == 2
@@ -1658,7 +1692,7 @@ func loadHistogram(before, after map[string]float64, name, tokens string) *loadS
 	if count <= 0 {
 		return d
 	}
-	mean := round(sum/count*1000, 3)
+	mean := bench.Round(sum/count*1000, 3)
 	d.MeanMS = &mean
 	d.P50LeMS, d.P99LeMS = qs[0], qs[1]
 	return d
@@ -1721,7 +1755,7 @@ func loadQuantiles(before, after map[string]float64, name string, ps ...float64)
 		for _, b := range bs {
 			if count > 0 && b.n >= p*count {
 				if v := b.le * 1000; !math.IsInf(v, 1) {
-					v = round(v, 3)
+					v = bench.Round(v, 3)
 					qs[i] = &v
 				}
 				break

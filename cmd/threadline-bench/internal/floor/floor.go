@@ -1,7 +1,5 @@
-package main
-
-// `threadline bench floor`: the floor under `bench load`. It serves the
-// same stream endpoints with the built-in model (paced as in the
+// Package floor is `threadline-bench floor`: the floor under `bench load`.
+// It serves the same stream endpoints with the built-in model (paced as in the
 // service), one goroutine per run, the same token lines and the stream
 // package's fan-out, but keeps everything in memory: no database, no
 // durable log, no group commit, no thread tree. A token is published the
@@ -10,6 +8,7 @@ package main
 // with this load generator, so BENCHMARKS.md can say how much of `bench
 // load`'s delay the service's durability adds and how much any server
 // would pay here.
+package floor
 
 import (
 	"context"
@@ -28,8 +27,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
@@ -59,10 +58,12 @@ type floorServer struct {
 	wg    sync.WaitGroup
 }
 
-// benchFloor serves until ctx ends or SIGINT/SIGTERM. It reads the same
+// Serve serves until ctx ends or SIGINT/SIGTERM. It reads the same
 // environment `bench load` gives its child service: THREADLINE_ADDR,
-// THREADLINE_BUILTIN_DELAY and THREADLINE_BUILTIN_TOKENS.
-func benchFloor(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// THREADLINE_BUILTIN_DELAY, THREADLINE_BUILTIN_TOKENS and
+// THREADLINE_CPU_PROFILE. It fails on arguments, a bad setting, or an
+// address it cannot listen on.
+func Serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
 		return fmt.Errorf("bench floor takes no arguments, only the environment; got %q", args[0])
 	}
@@ -82,7 +83,7 @@ func benchFloor(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("bench floor: %w", err)
 	}
-	stopProfile, err := benchProfile(getenv("THREADLINE_CPU_PROFILE"))
+	stopProfile, err := bench.StartProfile(getenv("THREADLINE_CPU_PROFILE"))
 	if err != nil {
 		return fmt.Errorf("bench floor: %w", err)
 	}
@@ -277,10 +278,10 @@ func (f *floorServer) stream(w http.ResponseWriter, r *http.Request, run *floorR
 	}
 }
 
-// line is ev's NDJSON line; a token's is the service's own (api.AppendTokenLine).
+// line is ev's NDJSON line.
 func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 	if ev.seq > 1 && !ev.final {
-		return api.AppendTokenLine(b, &thread.Event{Type: thread.KindToken, RunID: run.id, Sequence: ev.seq, MessageID: run.msg, Text: ev.text})
+		return appendTokenLine(b, run.id, ev.seq, run.msg, ev.text)
 	}
 	status, msgs := "running", "[]"
 	if ev.final {
@@ -299,4 +300,22 @@ func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 	b = checkpoint.AppendUUID(b, run.msg)
 	b = append(b, `","messages":[]},"messages":`+msgs+"}\n"...)
 	return b
+}
+
+// appendTokenLine appends a token event's NDJSON line: byte for byte what
+// json.Encoder writes for a thread.Event of type token, which is what the
+// service writes (TestTokenLineMatchesEncoder holds it to that). It is the
+// floor's own copy of the service's direct writer in api, which stays
+// unexported: the floor must pay what the service pays per token line, not
+// encoding/json's reflection.
+func appendTokenLine(b []byte, runID uuid.UUID, seq int64, msgID uuid.UUID, text string) []byte {
+	b = append(b, `{"type":"token","run_id":"`...)
+	b = checkpoint.AppendUUID(b, runID)
+	b = append(b, `","sequence":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"message_id":"`...)
+	b = checkpoint.AppendUUID(b, msgID)
+	b = append(b, `","text":`...)
+	b = checkpoint.AppendJSONString(b, text)
+	return append(b, "}\n"...)
 }

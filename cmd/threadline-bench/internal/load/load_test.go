@@ -1,16 +1,50 @@
-package main
+package load
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/threadline/threadline/store/pgtest"
 )
+
+// binaries builds the two commands a bench load child runs, once per test
+// binary: the service (threadline serve) and this command (threadline-bench
+// floor).
+var binaries = sync.OnceValues(func() (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "threadline-bench-bin")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range []string{"threadline", "threadline-bench"} {
+		p := filepath.Join(dir, name)
+		b, err := exec.Command("go", "build", "-o", p, "github.com/threadline/threadline/cmd/"+name).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("go build %s: %v\n%s", name, err, b)
+		}
+		out[name] = p
+	}
+	return out, nil
+})
+
+// binary is the path of the built command name.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	bins, err := binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bins[name]
+}
 
 // TestBenchLoadSmall runs `bench load` for real on a small size: a child
 // service on loopback, a fresh database, clients that drop and rejoin. It
@@ -21,14 +55,14 @@ func TestBenchLoadSmall(t *testing.T) {
 		t.Skip("starts a service and Postgres databases")
 	}
 	db := pgtest.New(t) // the bench creates (and drops) its own database beside it
-	bin := binary(t)
+	bin := binary(t, "threadline")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	args := []string{"--k", "5", "--tokens", "20", "--rate", "200", "--rejoin-share", "0.4", "--ramp", "200ms",
 		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin}
 	getenv := func(string) string { return "" }
-	if err := benchLoad(ctx, args, getenv, &stdout, &stderr); err != nil {
+	if err := Run(ctx, args, getenv, &stdout, &stderr); err != nil {
 		t.Fatalf("bench load: %v\nstderr:\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
@@ -52,7 +86,7 @@ func TestBenchLoadSmall(t *testing.T) {
 			t.Errorf("added_delay_ms has no %q: %v", key, res["added_delay_ms"])
 		}
 	}
-	var r LoadResult
+	var r Result
 	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +136,7 @@ func TestBenchLoadSmall(t *testing.T) {
 	if r.DBGrowthBytes != nil && *r.DBGrowthBytes < 0 {
 		t.Errorf("db_growth_bytes = %d, want >= 0", *r.DBGrowthBytes)
 	}
-	var sum LoadSummary
+	var sum Summary
 	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {
 		t.Fatalf("last line is not JSON: %v\n%s", err, lines[1])
 	}
@@ -111,6 +145,43 @@ func TestBenchLoadSmall(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "k=5") {
 		t.Errorf("stderr has no progress for k=5:\n%s", stderr.String())
+	}
+}
+
+// TestBenchLoadFloor runs `bench load --floor` for real on a small size:
+// the in-memory floor as a child, clients that drop and rejoin. No
+// database is involved, so the database figures are absent.
+func TestBenchLoadFloor(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	bin := binary(t, "threadline-bench")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"--floor", "--k", "6", "--tokens", "30", "--rate", "300", "--rejoin-share", "0.5", "--ramp", "100ms",
+		"--rejoin-pause", "20ms", "--timeout", "1m", "--server-bin", bin}
+	if err := Run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("bench load --floor: %v\nstderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var r Result
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatalf("first line: %v\n%s", err, lines[0])
+	}
+	if r.RunsCompleted != 6 || r.RunsFailed != 0 || !r.ExactlyOnce || r.TokensDelivered != 180 {
+		t.Errorf("completed, failed, exactly_once, delivered = %d, %d, %v, %d; want 6, 0, true, 180; errors: %v",
+			r.RunsCompleted, r.RunsFailed, r.ExactlyOnce, r.TokensDelivered, r.Errors)
+	}
+	if got, want := r.Rejoined, 3; got != want {
+		t.Errorf("rejoined = %d, want %d", got, want)
+	}
+	if !strings.Contains(r.Target, "threadline-bench floor") {
+		t.Errorf("target = %q, want it to name threadline-bench floor", r.Target)
+	}
+	if r.DBGrowthBytes != nil || r.DBBackendCPUS != nil {
+		t.Errorf("db_growth_bytes, db_backend_cpu_s = %v, %v; want none for the floor", r.DBGrowthBytes, r.DBBackendCPUS)
 	}
 }
 

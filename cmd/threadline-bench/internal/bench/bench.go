@@ -1,0 +1,137 @@
+// Package bench holds what the benchmarks of threadline-bench share: the
+// machine, the Postgres version and the commit they ran on, the project's
+// own Postgres cluster when none is given, a CPU profile, and rounding.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/threadline/threadline/store"
+)
+
+// Machine describes the machine a benchmark ran on.
+type Machine struct {
+	CPU      string `json:"cpu"`
+	Cores    int    `json:"cores"`
+	MemoryMB int64  `json:"memory_mb"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+}
+
+// MachineInfo reads the CPU model and memory from /proc where it exists.
+func MachineInfo() Machine {
+	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) >= 2 && fields[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
+					m.MemoryMB = kb / 1024
+				}
+				break
+			}
+		}
+		f.Close()
+	}
+	return m
+}
+
+// PGVersion returns the server's version string (SELECT version()), or
+// "unknown".
+func PGVersion(ctx context.Context, conn *pgx.Conn) string {
+	var v string
+	if err := conn.QueryRow(ctx, `SELECT version()`).Scan(&v); err != nil {
+		return "unknown"
+	}
+	return v
+}
+
+// GitCommit returns `git rev-parse HEAD` of the checkout around the binary
+// or, failing that, the working directory, or "unknown".
+func GitCommit() string {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, wd)
+	}
+	for _, dir := range dirs {
+		out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+		if s := strings.TrimSpace(string(out)); err == nil && len(s) == 40 {
+			return s
+		}
+	}
+	return "unknown"
+}
+
+// OwnCluster starts (or reuses) the project's own Postgres cluster with
+// deploy/pg.sh start and returns its URL; the script's progress goes to
+// stderr. It fails outside a Threadline checkout.
+func OwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
+	return store.StartOwnCluster(ctx, stderr)
+}
+
+// RedactURL is a Postgres URL with its password hidden, for logs.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// Round rounds x to digits decimal places, for readable JSON.
+func Round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+// StartProfile starts a CPU profile of this process into path
+// (--cpuprofile), or nothing when path is empty; stop ends it. The error
+// says why the file could not be written.
+func StartProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

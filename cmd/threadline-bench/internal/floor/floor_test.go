@@ -1,0 +1,88 @@
+package floor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+)
+
+// TestFloorStreamCatchesUpAfterLag gives the floor a one-batch buffer and
+// a model with no delay, so a subscriber falls behind and is dropped; the
+// stream must still carry every event once, in order.
+func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
+	t.Parallel()
+	f := &floorServer{model: model.NewBuiltin(500, 0), hub: stream.New[floorEvent](1), runs: map[uuid.UUID]*floorRun{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/threads/{thread_id}/runs/stream", f.start)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/api/v1/threads/"+uuid.NewString()+"/runs/stream", "application/json",
+		strings.NewReader(`{"message":{"content":"lag"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var seq int64
+	var text strings.Builder
+	final := ""
+	for sc.Scan() {
+		var ev struct {
+			Type      string `json:"type"`
+			Sequence  int64  `json:"sequence"`
+			Text      string `json:"text"`
+			RunStatus string `json:"run_status"`
+			Messages  []struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if ev.Sequence != seq+1 {
+			t.Fatalf("sequence %d after %d, want %d", ev.Sequence, seq, seq+1)
+		}
+		seq = ev.Sequence
+		if ev.Type == "token" {
+			text.WriteString(ev.Text)
+		}
+		if ev.RunStatus == "succeeded" {
+			final = ev.Messages[0].Content[0].Text
+		}
+	}
+	if got, want := seq, int64(502); got != want {
+		t.Errorf("last sequence %d, want %d", got, want)
+	}
+	if want := model.BuiltinText("lag", 1, 500); text.String() != want || final != want {
+		t.Errorf("streamed %d bytes, final snapshot %d bytes; want both equal to the model's %d", text.Len(), len(final), len(want))
+	}
+}
+
+// TestTokenLineMatchesEncoder: the floor's token lines are byte for byte
+// what json.Encoder writes for the service's token event, so a client reads
+// the same bytes from the floor as from the service.
+func TestTokenLineMatchesEncoder(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", " abcd", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\r\x00\x1f",
+		"\u2028\u2029", "héllo ✓ 😀", "bad \xff\xfe utf-8"}
+	for _, text := range texts {
+		ev := thread.Event{Type: thread.KindToken, RunID: uuid.New(), Sequence: 1234567890123, MessageID: uuid.New(), Text: text}
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendTokenLine(nil, ev.RunID, ev.Sequence, ev.MessageID, ev.Text); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("appendTokenLine(%q):\ngot  %s\nwant %s", text, got, want.Bytes())
+		}
+	}
+}
