@@ -869,7 +869,7 @@ func (b *peerBench) run(ctx context.Context, res *Result, progress func(string, 
 	for _, n := range o.ns {
 		nr, err := b.perN(ctx, n, progress)
 		if err != nil {
-			return fmt.Errorf("N=%d: %w", n, err)
+			return fmt.Errorf("thread length N=%d: %w", n, err)
 		}
 		res.ByN[strconv.Itoa(n)] = nr
 	}
