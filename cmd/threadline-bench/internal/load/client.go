@@ -1,0 +1,442 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// loadClient is one run's client.
+type loadClient struct {
+	idx      int
+	threadID uuid.UUID
+	prompt   string
+	dropAt   int // tokens to read on the first connection before dropping; 0: never
+	pause    time.Duration
+	start    time.Duration // offset in the ramp
+
+	sent      time.Time // the POST was sent
+	firstAt   time.Time // the first snapshot was read
+	runID     string
+	msgID     string
+	lastSeq   int64
+	text      strings.Builder
+	tokens    int64 // token events read, repeats included
+	arrivals  []time.Time
+	conns     []int8      // connection index of each token, by sequence
+	connSent  []time.Time // when each connection's request was sent
+	final     string      // final run_status
+	finalTxt  string
+	finalSet  bool
+	rejoined  bool
+	unplanned int
+	errs      []string
+	mismatch  []string
+	created   time.Time // the run's created_at
+}
+
+func (c *loadClient) fail(format string, a ...any) {
+	c.errs = append(c.errs, fmt.Sprintf("run %d: "+format, append([]any{c.idx}, a...)...))
+}
+
+func (c *loadClient) mis(format string, a ...any) {
+	c.mismatch = append(c.mismatch, fmt.Sprintf("run %d: "+format, append([]any{c.idx}, a...)...))
+}
+
+type loadEvent struct {
+	Type              string        `json:"type"`
+	RunID             string        `json:"run_id"`
+	Sequence          int64         `json:"sequence"`
+	MessageID         string        `json:"message_id"`
+	Text              string        `json:"text"`
+	RunStatus         string        `json:"run_status"`
+	Error             string        `json:"error"`
+	Code              string        `json:"code"`
+	Messages          []loadMessage `json:"messages"`
+	MessageRepository *struct {
+		HeadID   string `json:"headId"`
+		Messages []struct {
+			Message loadMessage `json:"message"`
+		} `json:"messages"`
+	} `json:"messageRepository"`
+}
+
+type loadMessage struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (m loadMessage) text() string {
+	var b strings.Builder
+	for _, p := range m.Content {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// loadTarget is the service under load.
+type loadTarget struct {
+	base  string
+	pid   int
+	dbURL string // the service's database, "" if unknown
+	child *loadChild
+	key   string
+}
+
+// stats counters shown in progress lines.
+type loadProgress struct {
+	started, streaming, done, failed, rejoins atomic.Int64
+	tokens                                    atomic.Int64
+}
+
+// loadRunClient runs one client: the run's stream, maybe a drop and a
+// rejoin, and rejoins after a stream that ends early (as the web app does).
+func loadRunClient(ctx context.Context, hc *http.Client, tgt loadTarget, c *loadClient, o loadOpts, prog *loadProgress, t0 time.Time) {
+	c.arrivals = make([]time.Time, o.tokens+2)
+	c.conns = make([]int8, o.tokens+2)
+	defer func() {
+		if len(c.errs) > 0 || !c.finalSet {
+			prog.failed.Add(1)
+		} else {
+			prog.done.Add(1)
+		}
+	}()
+	if d := time.Until(t0.Add(c.start)); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			c.fail("not started: %v", ctx.Err())
+			return
+		}
+	}
+	prog.started.Add(1)
+	body := fmt.Sprintf(`{"message":{"content":%q},"on_disconnect":"continue"}`, c.prompt)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tgt.base+"/api/v1/threads/"+c.threadID.String()+"/runs/stream", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/x-ndjson")
+	if tgt.key != "" {
+		req.Header.Set("Authorization", "Bearer "+tgt.key)
+	}
+	conn := 0
+	dropAt := c.dropAt
+	for {
+		sent := time.Now()
+		c.connSent = append(c.connSent, sent)
+		if conn == 0 {
+			c.sent = sent
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			c.fail("connection %d: %v", conn, err)
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			c.fail("connection %d: status %d: %s", conn, resp.StatusCode, bytes.TrimSpace(b))
+			return
+		}
+		prog.streaming.Add(1)
+		dropped, err := loadRead(resp.Body, c, conn, dropAt, prog)
+		resp.Body.Close()
+		prog.streaming.Add(-1)
+		if c.finalSet {
+			return
+		}
+		if ctx.Err() != nil {
+			c.fail("stream cut by the time bound at sequence %d", c.lastSeq)
+			return
+		}
+		if c.runID == "" {
+			c.fail("connection %d ended before the first event: %v", conn, err)
+			return
+		}
+		pause := c.pause
+		if dropped {
+			c.rejoined = true
+		} else {
+			// Not planned: the stream ended early or broke.
+			c.unplanned++
+			if c.unplanned > 3 {
+				c.fail("stream ended early %d times; last at sequence %d: %v", c.unplanned, c.lastSeq, err)
+				return
+			}
+			pause = 100 * time.Millisecond
+		}
+		prog.rejoins.Add(1)
+		dropAt = 0
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			c.fail("not rejoined: %v", ctx.Err())
+			return
+		}
+		conn++
+		u := fmt.Sprintf("%s/api/v1/threads/%s/runs/%s/stream?after=%d", tgt.base, c.threadID, c.runID, c.lastSeq)
+		req, _ = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req.Header.Set("Accept", "application/x-ndjson")
+		if tgt.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tgt.key)
+		}
+	}
+}
+
+// loadRead reads one connection's NDJSON lines, each stamped when its line
+// is complete. It returns dropped=true when the client hung up on purpose.
+func loadRead(body io.Reader, c *loadClient, conn, dropAt int, prog *loadProgress) (dropped bool, err error) {
+	br := bufio.NewReaderSize(body, 32<<10)
+	read := 0
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		now := time.Now()
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return false, err
+			}
+			continue
+		}
+		if err != nil {
+			// A last line without its newline: the stream was cut.
+			return false, fmt.Errorf("partial line: %w", err)
+		}
+		var ev loadEvent
+		if err := loadDecode(line, &ev); err != nil {
+			c.mis("connection %d: bad line %.80q: %v", conn, line, err)
+			return false, err
+		}
+		if ev.Sequence != c.lastSeq+1 {
+			c.mis("connection %d: sequence %d after %d (gap or repeat)", conn, ev.Sequence, c.lastSeq)
+		}
+		if ev.Sequence > c.lastSeq {
+			c.lastSeq = ev.Sequence
+		}
+		switch ev.Type {
+		case "snapshot":
+			if c.runID == "" {
+				c.runID, c.firstAt = ev.RunID, now
+				if ev.MessageRepository != nil {
+					c.msgID = ev.MessageRepository.HeadID
+				}
+			}
+			if ev.RunStatus != "running" && ev.RunStatus != "" {
+				c.final, c.finalSet = ev.RunStatus, true
+				for _, m := range ev.Messages {
+					if m.ID == c.msgID {
+						c.finalTxt = m.text()
+					}
+				}
+				return false, nil
+			}
+		case "token":
+			c.tokens++
+			prog.tokens.Add(1)
+			if ev.MessageID != c.msgID {
+				c.mis("token %d names message %s, want %s", ev.Sequence, ev.MessageID, c.msgID)
+			}
+			if s := ev.Sequence; s >= 0 && s < int64(len(c.arrivals)) && c.arrivals[s].IsZero() {
+				c.arrivals[s], c.conns[s] = now, int8(min(conn, 127))
+				c.text.WriteString(ev.Text)
+			} else {
+				c.mis("token sequence %d repeated or out of range", s)
+			}
+			read++
+			if dropAt > 0 && read >= dropAt {
+				return true, nil
+			}
+		case "error":
+			c.fail("error event %s: %s", ev.Code, ev.Error)
+		}
+		if ev.RunID != c.runID {
+			c.mis("event %d names run %s, want %s", ev.Sequence, ev.RunID, c.runID)
+		}
+	}
+}
+
+// loadDecode decodes one NDJSON line as encoding/json would. Token lines
+// in the exact layout the service writes, with a text that needs no
+// unescaping, take a direct path: they are nearly every line, and
+// encoding/json's reflection was a quarter of the load generator's CPU,
+// taken from the same two cores as the service it measures.
+func loadDecode(line []byte, ev *loadEvent) error {
+	if loadFastToken(line, ev) {
+		return nil
+	}
+	*ev = loadEvent{}
+	return json.Unmarshal(line, ev)
+}
+
+func loadFastToken(line []byte, ev *loadEvent) bool {
+	b, ok := bytes.CutPrefix(bytes.TrimRight(line, "\n"), []byte(`{"type":"token","run_id":"`))
+	if !ok || len(b) < 36 || !loadPlainUUID(b[:36]) {
+		return false
+	}
+	runID := b[:36]
+	if b, ok = bytes.CutPrefix(b[36:], []byte(`","sequence":`)); !ok {
+		return false
+	}
+	n := 0
+	for n < len(b) && n < 18 && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 1 && b[0] == '0' {
+		return false
+	}
+	seq, err := strconv.ParseInt(string(b[:n]), 10, 64)
+	if err != nil {
+		return false
+	}
+	if b, ok = bytes.CutPrefix(b[n:], []byte(`,"message_id":"`)); !ok || len(b) < 36 || !loadPlainUUID(b[:36]) {
+		return false
+	}
+	msgID := b[:36]
+	if b, ok = bytes.CutPrefix(b[36:], []byte(`","text":"`)); !ok {
+		return false
+	}
+	text, ok := bytes.CutSuffix(b, []byte(`"}`))
+	if !ok || !utf8.Valid(text) {
+		return false
+	}
+	for _, c := range text {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false // escapes and quotes: encoding/json decides
+		}
+	}
+	*ev = loadEvent{Type: "token", RunID: string(runID), Sequence: seq, MessageID: string(msgID), Text: string(text)}
+	return true
+}
+
+// loadPlainUUID reports whether b is 36 bytes of hex digits and dashes:
+// nothing a JSON string would escape.
+func loadPlainUUID(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// loadWarmup sends rounds of concurrent light requests that each take a
+// database connection (thread list, an unknown thread, readiness), so the
+// measured window does not pay for opening the pool's connections.
+// loadPreconnect leaves n keep-alive connections idle in the client's
+// transport: n concurrent light requests that each keep their response
+// unread (so their connection busy) until all n have one, which makes the
+// transport dial a connection for each, then release them together. It
+// returns how many connections the transport dialed in all.
+func loadPreconnect(ctx context.Context, hc *http.Client, tgt loadTarget, n int, dials *atomic.Int64) int {
+	var got, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		got.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tgt.base+"/healthz", nil)
+			resp, err := hc.Do(req)
+			got.Done()
+			if err != nil {
+				return
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	got.Wait()
+	close(release)
+	done.Wait()
+	return int(dials.Load())
+}
+
+func loadWarmup(ctx context.Context, hc *http.Client, tgt loadTarget, conns int) {
+	paths := []string{"/api/v1/threads?limit=1", "/api/v1/threads/" + uuid.NewString() + "/messages", "/readyz"}
+	for round := 0; round < 3; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 2*max(conns, 8); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tgt.base+paths[i%len(paths)], nil)
+				if tgt.key != "" {
+					req.Header.Set("Authorization", "Bearer "+tgt.key)
+				}
+				if resp, err := hc.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// loadFetchCreated reads each run's created_at.
+func loadFetchCreated(ctx context.Context, hc *http.Client, tgt loadTarget, clients []*loadClient) {
+	ch := make(chan *loadClient)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range ch {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tgt.base+"/api/v1/threads/"+c.threadID.String()+"/runs/"+c.runID, nil)
+				if tgt.key != "" {
+					req.Header.Set("Authorization", "Bearer "+tgt.key)
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					continue
+				}
+				var r struct {
+					CreatedAt time.Time `json:"created_at"`
+				}
+				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&r) == nil {
+					c.created = r.CreatedAt
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	for _, c := range clients {
+		if c.runID != "" {
+			ch <- c
+		}
+	}
+	close(ch)
+	wg.Wait()
+}
