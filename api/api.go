@@ -4,12 +4,15 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +81,9 @@ var codes = map[string]int{
 	checkpoint.EInternal:        http.StatusInternalServerError,
 }
 
+// retryAfterSeconds is the Retry-After of every 503 and 429.
+const retryAfterSeconds = 1
+
 // New builds the server and its routes.
 func New(svc *thread.Service, cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
@@ -105,6 +111,7 @@ func New(svc *thread.Service, cfg Config) *Server {
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.observe)
+	e.Use(secureHeaders)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.ready)
@@ -204,6 +211,21 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// secureHeaders marks every response as not to be sniffed, framed, run or
+// cached; handlers that serve cacheable bytes (attachments) or streams set
+// their own Cache-Control over it.
+func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		return next(c)
+	}
+}
+
 // errorBody is the wire shape of every error.
 type errorBody struct {
 	Error map[string]any `json:"error"`
@@ -246,6 +268,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Error("request failed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
 			"method", c.Request().Method, "route", c.Path(), "err", err)
 	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		// Both pass: say when to come back rather than leave clients to
+		// guess (and hammer a recovering database).
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
 	body := map[string]any{"code": code, "message": msg}
 	for k, v := range data {
 		body[k] = v
@@ -258,7 +285,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 // bind decodes a JSON body strictly: JSON content type (415), size limit
-// (413), no unknown fields, right types and one value (400).
+// (413), the text policy (checkText), no unknown fields, right types and one
+// value (400).
 func (s *Server) bind(c echo.Context, v any, optional bool) error {
 	r := c.Request()
 	if optional && r.ContentLength == 0 && r.Header.Get(echo.HeaderContentType) == "" {
@@ -271,7 +299,14 @@ func (s *Server) bind(c echo.Context, v any, optional bool) error {
 	if r.ContentLength > s.cfg.MaxBody {
 		return checkpoint.Errorf(checkpoint.ETooLarge, "request body is %d bytes; the limit is %d", r.ContentLength, s.cfg.MaxBody)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody))
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody))
+	if err != nil {
+		return decodeError(err, s.cfg.MaxBody, optional)
+	}
+	if err := checkText(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, s.cfg.MaxBody, optional)

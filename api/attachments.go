@@ -26,6 +26,9 @@ type AttachmentStore interface {
 	AttachmentGet(ctx context.Context, caller string, id uuid.UUID) (*thread.File, error)
 }
 
+// inlineTypes are the attachment types served inline: raster images.
+var inlineTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
 func attachmentURL(id uuid.UUID) string { return "/api/v1/attachments/" + id.String() }
 
 func (s *Server) uploadAttachment(c echo.Context) error {
@@ -49,6 +52,14 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 		}
 		if part.FormName() != "file" || part.FileName() == "" {
 			continue
+		}
+		// The raw header too: mime.ParseMediaType turns invalid UTF-8 in a
+		// quoted name into U+FFFD, which would store another name than sent.
+		if err := checkFileName(part.Header.Get("Content-Disposition")); err != nil {
+			return err
+		}
+		if err := checkFileName(part.FileName()); err != nil {
+			return err
 		}
 		ct, _, _ := mime.ParseMediaType(part.Header.Get(echo.HeaderContentType))
 		if ct == "" || ct == "application/octet-stream" {
@@ -93,8 +104,20 @@ func (s *Server) getAttachment(c echo.Context) error {
 	}
 	h := c.Response().Header()
 	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": a.Name}))
+	// Only images a browser renders without running anything are shown
+	// inline (an <img> of the chat, never SVG); everything else downloads.
+	// The sandbox CSP (secureHeaders) keeps a served file from running
+	// script in the API's origin either way.
+	disp := "attachment"
+	if inlineTypes[a.ContentType] {
+		disp = "inline"
+	}
+	name := map[string]string{"filename": a.Name}
+	cd := mime.FormatMediaType(disp, name)
+	if cd == "" {
+		cd = disp // a name FormatMediaType cannot encode is left out
+	}
+	h.Set("Content-Disposition", cd)
 	h.Set("Cache-Control", "private, max-age=31536000, immutable")
-	h.Set("X-Content-Type-Options", "nosniff")
 	return c.Blob(http.StatusOK, a.ContentType, a.Data)
 }

@@ -160,7 +160,7 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if !started {
 			started = true
 			h.Set(echo.HeaderContentType, "application/x-ndjson")
-			h.Set("Cache-Control", "no-cache")
+			h.Set("Cache-Control", "no-store")
 			h.Set("X-Accel-Buffering", "no")
 			h.Set("X-Run-Id", run.ID.String())
 			w.WriteHeader(http.StatusOK)

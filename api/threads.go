@@ -172,8 +172,8 @@ func (s *Server) putHead(c echo.Context) error {
 	if err := s.bind(c, &body, false); err != nil {
 		return err
 	}
-	if body.MessageID == nil {
-		return checkpoint.Errorf(checkpoint.EInvalid, "message_id is required")
+	if body.MessageID == nil || *body.MessageID == "" {
+		return checkpoint.Errorf(checkpoint.EInvalid, "message_id is required: the id of the message the client shows")
 	}
 	mid, err := parseUUID("message_id", *body.MessageID)
 	if err != nil {

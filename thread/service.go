@@ -109,14 +109,19 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Micro
 
 // CreateThread creates a thread for caller; id uuid.Nil picks one. It
 // returns the existing thread and false when the id is the caller's already,
-// conflict when it is someone else's.
+// not_found when it is someone else's (as every other use of a foreign id
+// answers: a caller learns nothing of others' threads).
 func (s *Service) CreateThread(ctx context.Context, caller string, id uuid.UUID, metadata json.RawMessage) (*Thread, bool, error) {
 	if id == uuid.Nil {
 		id = uuid.New()
 	}
 	now := s.now()
 	t := &Thread{ID: id, Caller: caller, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
-	return s.store.ThreadCreate(ctx, t)
+	th, created, err := s.store.ThreadCreate(ctx, t)
+	if errors.Is(err, checkpoint.ErrConflict) {
+		return nil, false, checkpoint.Errorf(checkpoint.ENotFound, "thread %s not found", id)
+	}
+	return th, created, err
 }
 
 // GetThread returns not_found for unknown or foreign threads.
