@@ -209,6 +209,9 @@ func interpretError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return checkpoint.ErrNotFound
 	}
+	if isOutage(err) {
+		return fmt.Errorf("%w: %w", errUnavailable, err)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
@@ -222,7 +225,7 @@ func interpretError(err error) error {
 				return &checkpoint.Error{Code: checkpoint.EInvalidFork, Message: "parent is not a message of this thread"}
 			}
 			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: "the thread or run no longer exists"}
-		case "23514", "22P02", "22023": // check_violation, invalid text, invalid parameter
+		case "23514", "22P02", "22023", "22P05", "22021", "22003": // check_violation, invalid text, invalid parameter, untranslatable character, bad encoding, out of range
 			return &checkpoint.Error{Code: checkpoint.EInvalid, Message: pe.Message}
 		// Raised by the run guard functions (migration 0003).
 		case "P0002":

@@ -1,0 +1,228 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/threadline/threadline/api"
+	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+)
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
+
+// TestOutageEveryRoute runs the service against a database URL whose port
+// is closed: every route that needs the database answers 503 unavailable
+// with Retry-After, never a 500.
+func TestOutageEveryRoute(t *testing.T) {
+	t.Parallel()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", closedPort(t))
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Configure(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	models, err := model.NewRegistry(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
+	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	e := &env{t: t, url: hs.URL}
+	tid, rid := newID(), newID()
+	for _, r := range outageRoutes(tid, rid) {
+		resp, b := e.do(r.method, r.path, r.body, r.headers...)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"code":"unavailable"`) || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: got %d %s (Retry-After %q), want 503 unavailable with Retry-After", r.method, r.path, resp.StatusCode, b, resp.Header.Get("Retry-After"))
+		}
+	}
+	resp, b := e.do("GET", "/readyz", nil)
+	wantStatus(t, resp, b, http.StatusServiceUnavailable, "")
+}
+
+type route struct {
+	method, path string
+	body         any
+	headers      []string
+}
+
+// outageRoutes is every route that reads or writes the database.
+func outageRoutes(tid, rid string) []route {
+	th := "/api/v1/threads/" + tid
+	mp := "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--B--\r\n"
+	return []route{
+		{"GET", "/api/v1/threads", nil, nil},
+		{"POST", "/api/v1/threads", map[string]any{"thread_id": tid}, nil},
+		{"GET", th, nil, nil},
+		{"PATCH", th, map[string]any{"title": "t"}, nil},
+		{"DELETE", th, nil, nil},
+		{"GET", th + "/messages", nil, nil},
+		{"PUT", th + "/head", map[string]any{"message_id": rid}, nil},
+		{"GET", th + "/checkpoints", nil, nil},
+		{"POST", th + "/runs/stream", newMessage("hello", nil), nil},
+		{"POST", th + "/runs/stream", map[string]any{"message": map[string]any{"content": "hi", "id": newID()}, "parent_message_id": rid}, nil},
+		{"GET", th + "/runs/" + rid + "/stream", nil, nil},
+		{"POST", th + "/runs/" + rid + "/cancel", nil, nil},
+		{"GET", th + "/runs/" + rid, nil, nil},
+		{"POST", "/api/v1/attachments", mp, []string{"Content-Type", "multipart/form-data; boundary=B"}},
+		{"GET", "/api/v1/attachments/" + rid, nil, nil},
+	}
+}
+
+// privateCluster is a Postgres cluster of the test's own (deploy/pg.sh in
+// a temporary folder on a free port), which the test may stop and start:
+// never the shared one.
+type privateCluster struct {
+	t    *testing.T
+	env  []string
+	root string
+	url  string
+}
+
+func startPrivateCluster(t *testing.T) *privateCluster {
+	t.Helper()
+	root, err := store.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short folder: the unix socket path must stay under 108 bytes.
+	dir, err := os.MkdirTemp("", "tlpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &privateCluster{t: t, root: root, env: append(os.Environ(), "THREADLINE_PGDATA="+dir, "THREADLINE_PGPORT="+strconv.Itoa(closedPort(t)))}
+	c.url = strings.TrimSpace(c.run("start"))
+	t.Cleanup(func() {
+		c.run("stop")
+		_ = os.RemoveAll(dir)
+	})
+	return c
+}
+
+func (c *privateCluster) run(arg string) string {
+	c.t.Helper()
+	cmd := exec.Command(filepath.Join(c.root, "deploy", "pg.sh"), arg)
+	cmd.Env = c.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("deploy/pg.sh %s: %v\n%s", arg, err, stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestOutageRecovers stops the service's database under it: while it is
+// down every route answers 503 unavailable with Retry-After (or from
+// memory), never a 500; once it is back, every route works again without a
+// restart.
+func TestOutageRecovers(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts its own Postgres cluster")
+	}
+	pg := startPrivateCluster(t)
+	ctx := context.Background()
+	if err := store.MigrateUp(ctx, pg.url); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(pg.url + "&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Configure(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	models, err := model.NewRegistry(func(k string) string {
+		return map[string]string{"THREADLINE_BUILTIN_TOKENS": "4"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
+	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping}))
+	t.Cleanup(hs.Close)
+	e := &env{t: t, url: hs.URL}
+	tid := newID()
+	_, evs := e.stream(tid, newMessage("before the outage", nil))
+	rid := checkRun(t, evs).RunID
+
+	pg.run("stop")
+	answered, served := 0, 0
+	for _, r := range outageRoutes(tid, rid) {
+		resp, b := e.do(r.method, r.path, r.body, r.headers...)
+		answered++
+		switch {
+		case resp.StatusCode < 300 || resp.StatusCode == http.StatusNotFound && r.method == "GET" && strings.Contains(r.path, "/attachments/"):
+			served++ // from memory (a cached tree or run), or an unknown attachment
+		case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), `"code":"unavailable"`) && resp.Header.Get("Retry-After") != "":
+		default:
+			t.Errorf("database down: %s %s: got %d %s, want 503 unavailable with Retry-After", r.method, r.path, resp.StatusCode, b)
+		}
+	}
+	resp, b := e.do("GET", "/readyz", nil)
+	wantStatus(t, resp, b, http.StatusServiceUnavailable, "")
+	t.Logf("database down: %d requests, %d served from memory, the rest 503", answered, served)
+
+	pg.run("start")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, _ := e.do("GET", "/api/v1/threads", nil)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database back: GET /threads still %d after 60 s", resp.StatusCode)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp, b = e.do("GET", "/api/v1/threads/"+tid, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	_, evs = e.stream(tid, newMessage("after the outage", ptr(checkRun(t, evs).Messages[1].ID)))
+	if final := checkRun(t, evs); final.RunStatus != "succeeded" {
+		t.Fatalf("run after the outage: got %s", final.Raw)
+	}
+	resp, b = e.rawUpload(`form-data; name="file"; filename="a.txt"`, "text/plain", []byte("back"))
+	wantStatus(t, resp, b, http.StatusCreated, "")
+	resp, b = e.do("GET", "/readyz", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+}
