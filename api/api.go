@@ -54,6 +54,10 @@ type Config struct {
 	// accepted content types (images, text, PDF and JSON).
 	MaxAttachment   int64
 	AttachmentTypes []string
+	// StallTimeout ends a stream whose writes cannot go out for this long
+	// (30s; negative: never), so a reader that stopped reading holds
+	// nothing for longer; it rejoins from the last sequence it read.
+	StallTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -97,6 +101,9 @@ func New(svc *thread.Service, cfg Config) *Server {
 	}
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -152,6 +153,14 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	}()
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
+	// The server's read and write timeouts are for ordinary requests; a
+	// stream lives as long as its run. What bounds it instead is the stall
+	// timeout: a write that cannot go out for that long (a reader that
+	// stopped reading) ends the stream, freeing what it holds, and the
+	// client rejoins from the last sequence it read.
+	_ = rc.SetReadDeadline(time.Time{})
+	dl := streamDeadline{rc: rc, stall: s.cfg.StallTimeout}
+	dl.refresh()
 	var line []byte
 	// The status goes out with the first event, once the run is durable:
 	// a run that could not be saved still gets a JSON error.
@@ -168,6 +177,7 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	}
 	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
 		start()
+		dl.refresh()
 		if ev.Type == thread.KindToken {
 			// Tokens are most of a stream: write their line directly
 			// rather than through reflection and re-compaction.
@@ -209,11 +219,36 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		return nil
 	}
 	start() // a rejoin after the last event: an empty stream
+	dl.refresh()
 	if err := bw.Flush(); err != nil {
 		return nil
 	}
 	_ = rc.Flush()
 	return nil
+}
+
+// streamDeadline keeps a stream's write deadline stall ahead of its
+// writes, resetting it only when a quarter of it has passed (not per token).
+type streamDeadline struct {
+	rc    *http.ResponseController
+	stall time.Duration
+	set   time.Time
+}
+
+func (d *streamDeadline) refresh() {
+	if d.stall <= 0 {
+		if d.set.IsZero() {
+			d.set = time.Now()
+			_ = d.rc.SetWriteDeadline(time.Time{})
+		}
+		return
+	}
+	now := time.Now()
+	if now.Sub(d.set) < d.stall/4 {
+		return
+	}
+	d.set = now
+	_ = d.rc.SetWriteDeadline(now.Add(d.stall))
 }
 
 // eventLine is a snapshot or error event's NDJSON line, byte for byte what

@@ -97,6 +97,13 @@ type Config struct {
 	StartLinger     time.Duration
 	CPUProfile      string
 	Getenv          func(string) string
+	// HTTP server limits: see parseConfig for what each bounds.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	StallTimeout      time.Duration
+	MaxConns          int
 }
 
 // startLinger maps the setting onto thread.Config, where 0 is the default
@@ -177,6 +184,13 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
 	e.dur(&cfg.StartLinger, "start-linger", "THREADLINE_START_LINGER", 2*time.Millisecond, "how long a run's start may wait to be committed with its end (0: commit it at once)")
 	e.str(&cfg.CPUProfile, "cpu-profile", "THREADLINE_CPU_PROFILE", "", "write a CPU profile of the whole serve to this file, for go tool pprof (empty: off)")
+	var maxConns int64
+	e.dur(&cfg.ReadHeaderTimeout, "read-header-timeout", "THREADLINE_READ_HEADER_TIMEOUT", 10*time.Second, "how long a client may take to send a request's headers (a new connection that sends nothing is closed after it)")
+	e.dur(&cfg.ReadTimeout, "read-timeout", "THREADLINE_READ_TIMEOUT", time.Minute, "how long a client may take to send a whole request, body included (a slow upload is cut after it)")
+	e.dur(&cfg.WriteTimeout, "write-timeout", "THREADLINE_WRITE_TIMEOUT", time.Minute, "how long a response may take to write, except NDJSON streams (see --stall-timeout)")
+	e.dur(&cfg.IdleTimeout, "idle-timeout", "THREADLINE_IDLE_TIMEOUT", time.Minute, "how long an idle keep-alive connection stays open")
+	e.dur(&cfg.StallTimeout, "stall-timeout", "THREADLINE_STALL_TIMEOUT", 30*time.Second, "a stream whose client reads nothing for this long is ended; the client rejoins from its last sequence")
+	e.num(&maxConns, "max-conns", "THREADLINE_MAX_CONNS", 8192, "connections open at once; more are answered 503 with Retry-After and closed (0: no cap)")
 	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
 	var tokens int64
 	var delay time.Duration
@@ -198,6 +212,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		}
 	}
 	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
+	cfg.MaxConns = int(maxConns)
 	// Flags override the environment for the model registry too.
 	over := map[string]string{
 		"THREADLINE_BUILTIN_TOKENS": strconv.FormatInt(tokens, 10),
@@ -316,14 +331,16 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	srv = api.New(svc, api.Config{
 		APIKeys: cfg.APIKeys, MaxBody: cfg.MaxBody, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit,
 		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment, AttachmentTypes: cfg.AttachmentTypes,
+		StallTimeout: stallTimeout(cfg.StallTimeout),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	ln = api.LimitListener(ln, cfg.MaxConns)
 	p := &Program{cfg: cfg, log: log, store: st, svc: svc, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
-		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+		http: httpServer(cfg, srv, log)}
 	if cfg.CPUProfile != "" {
 		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
 			err = pprof.StartCPUProfile(p.profile)
@@ -340,6 +357,28 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	go func() { p.serveCh <- p.http.Serve(ln) }()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "auth", len(cfg.APIKeys) > 0, "lease", cfg.RunLease.String())
 	return p, nil
+}
+
+// httpServer bounds every phase of a connection. The read and write
+// timeouts cover ordinary requests: a stream lifts both once it starts and
+// is bounded by the stall timeout instead (api.Config.StallTimeout).
+func httpServer(cfg Config, h http.Handler, log *slog.Logger) *http.Server {
+	idle := cfg.IdleTimeout
+	if idle <= 0 {
+		idle = -1 // zero would fall back to ReadTimeout
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: idle, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// stallTimeout maps the setting onto api.Config, where 0 is the default
+// and a negative timeout never ends a stream.
+func stallTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // Addr is the address the server listens on.

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LimitListener caps the connections open at once at max. A connection
+// over the cap is answered at once with a 503 unavailable and Retry-After
+// and closed, rather than left waiting in the kernel's backlog where a
+// client cannot tell a full server from a dead one. max <= 0: no cap.
+func LimitListener(ln net.Listener, max int) net.Listener {
+	if max <= 0 {
+		return ln
+	}
+	return &limitListener{Listener: ln, max: int64(max)}
+}
+
+type limitListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+// refusal is the whole response to a connection over the cap.
+var refusal = func() []byte {
+	body := `{"error":{"code":"unavailable","message":"the server has too many open connections; retry shortly"}}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " +
+		strconv.Itoa(retryAfterSeconds) + "\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}()
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			go refuse(c)
+			continue
+		}
+		return &limitConn{Conn: c, l: l}, nil
+	}
+}
+
+// refuse answers an over-cap connection without reading its request; the
+// write is bounded so a client that reads nothing cannot hold it.
+func refuse(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(refusal)
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	_ = c.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}
