@@ -67,6 +67,7 @@ func TestTextPolicy(t *testing.T) {
 	resp, b = e.do("GET", strings.TrimSuffix(run, "/runs/stream"), nil)
 	wantStatus(t, resp, b, http.StatusNotFound, "not_found")
 	resp, b = e.do("GET", "/api/v1/threads", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
 	var list struct {
 		Threads []struct {
 			ID       string          `json:"thread_id"`
