@@ -128,40 +128,47 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 		}
 		o.ks = append(o.ks, k)
 	}
+	err := o.check() // normalises o.url: before o is returned
+	return o, err
+}
+
+// check refuses settings out of bounds or that do not go together, and
+// normalises --url.
+func (o *loadOpts) check() error {
 	switch {
 	case len(o.ks) == 0:
-		return o, errors.New("--k: give at least one number of runs")
+		return errors.New("--k: give at least one number of runs")
 	case o.tokens < 1 || o.tokens > loadMaxTokens:
-		return o, fmt.Errorf("--tokens must be between 1 and %d", loadMaxTokens)
+		return fmt.Errorf("--tokens must be between 1 and %d", loadMaxTokens)
 	case !(o.rate > 0) || o.rate > 100000:
-		return o, errors.New("--rate must be above 0 and at most 100000 tokens/s")
+		return errors.New("--rate must be above 0 and at most 100000 tokens/s")
 	case o.rejoinShare < 0 || o.rejoinShare > 1:
-		return o, errors.New("--rejoin-share must be between 0 and 1")
+		return errors.New("--rejoin-share must be between 0 and 1")
 	case o.timeout <= 0:
-		return o, errors.New("--timeout must be positive")
+		return errors.New("--timeout must be positive")
 	case o.ramp < 0 || o.rejoinPause < 0:
-		return o, errors.New("--ramp and --rejoin-pause must not be negative")
+		return errors.New("--ramp and --rejoin-pause must not be negative")
 	case o.dbMaxConns < 1:
-		return o, errors.New("--db-max-conns must be at least 1")
+		return errors.New("--db-max-conns must be at least 1")
 	case o.tokens < 3 && o.rejoinShare > 0:
-		return o, errors.New("--rejoin-share needs --tokens of at least 3 (clients drop after some tokens, before the last)")
+		return errors.New("--rejoin-share needs --tokens of at least 3 (clients drop after some tokens, before the last)")
 	}
 	if o.url != "" {
 		u, err := url.Parse(o.url)
 		if err != nil || (u.Scheme != "http") || u.Host == "" {
-			return o, fmt.Errorf("--url %q: want http://127.0.0.1:PORT", o.url)
+			return fmt.Errorf("--url %q: want http://127.0.0.1:PORT", o.url)
 		}
 		if !loadLoopback(u.Hostname()) {
-			return o, fmt.Errorf("--url %q: the load benchmark runs on loopback only", o.url)
+			return fmt.Errorf("--url %q: the load benchmark runs on loopback only", o.url)
 		}
 		o.url = strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	} else if o.serverPID != 0 {
-		return o, errors.New("--server-pid goes with --url")
+		return errors.New("--server-pid goes with --url")
 	}
 	if o.floor && o.url != "" {
-		return o, errors.New("--floor starts its own child; it does not go with --url")
+		return errors.New("--floor starts its own child; it does not go with --url")
 	}
-	return o, nil
+	return nil
 }
 
 func loadLoopback(host string) bool {
@@ -308,179 +315,25 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, 
 	kctx, kcancel := context.WithTimeout(ctx, budget)
 	defer kcancel()
 
-	// The service.
-	var tgt loadTarget
-	if o.floor {
-		child, err := loadStartChild(ctx, o, k, "", interval, stderr)
-		if err != nil {
-			return res, err
-		}
-		defer child.stop(stderr)
-		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, child: child}
-		res.Target = "child: " + o.serverBin + " floor on " + child.addr + " (the floor: in memory, no database, no durability)"
-	} else if o.url == "" {
-		dbName, err := loadCreateDB(ctx, o.dbURL, k)
-		if err != nil {
-			return res, err
-		}
-		defer loadDropDB(o.dbURL, dbName, stderr)
-		child, err := loadStartChild(ctx, o, k, store.WithDatabase(o.dbURL, dbName), interval, stderr)
-		if err != nil {
-			return res, err
-		}
-		defer child.stop(stderr)
-		tgt = loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: store.WithDatabase(o.dbURL, dbName), child: child}
-		res.Target = "child: " + o.serverBin + " serve on " + child.addr + ", fresh database " + dbName
-		n := o.dbMaxConns
-		res.DBMaxConns = &n
-	} else {
-		tgt = loadTarget{base: o.url, pid: o.serverPID, dbURL: o.dbURL, key: o.apiKey}
-		res.Target = "running service at " + o.url
+	tgt, stop, err := loadStartTarget(ctx, o, k, interval, &res, stderr)
+	if err != nil {
+		return res, err
 	}
-
-	var dials atomic.Int64
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			return dialer.DialContext(ctx, network, addr)
-		},
-		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   k + 64,
-		MaxConnsPerHost:       0,
-		IdleConnTimeout:       30 * time.Second,
-		DisableCompression:    true,
-		ResponseHeaderTimeout: 2 * time.Minute,
-		ReadBufferSize:        16 << 10,
-	}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-
+	defer stop()
+	hc, dials := loadHTTPClient(k)
+	defer hc.Transport.(*http.Transport).CloseIdleConnections()
 	if o.warmup {
 		loadWarmup(kctx, hc, tgt, o.dbMaxConns)
 	}
 	if o.preconnect {
-		res.Preconnected = loadPreconnect(kctx, hc, tgt, k, &dials)
+		res.Preconnected = loadPreconnect(kctx, hc, tgt, k, dials)
 	}
-	// Before.
-	metricsBefore, _ := loadScrape(kctx, hc, tgt)
-	dbBefore, dbErr := loadDBSize(kctx, tgt.dbURL)
-	backendsBefore := loadBackendCPU(kctx, tgt.dbURL)
-	cpuBefore, cpuOK := loadProcCPU(tgt.pid)
-	machBefore, machOK := loadMachineCPU()
-	clientBefore := loadSelfCPU()
-
-	// The clients.
-	rng := rand.New(rand.NewPCG(o.seed, uint64(k)))
-	clients := make([]*loadClient, k)
-	drops := int(math.Round(o.rejoinShare * float64(k)))
-	dropSet := rng.Perm(k)[:drops]
-	for i := range clients {
-		clients[i] = &loadClient{idx: i, threadID: uuid.New(), prompt: fmt.Sprintf("bench load %d of %d, seed %d", i+1, k, o.seed),
-			start: time.Duration(float64(o.ramp) * float64(i) / float64(k))}
-	}
-	for _, i := range dropSet {
-		c := clients[i]
-		lo, hi := max(1, o.tokens/5), max(2, o.tokens*3/5) // drop after 20-60% of the tokens
-		c.dropAt = lo + rng.IntN(max(1, hi-lo))
-		c.dropAt = min(c.dropAt, o.tokens-1)
-		c.pause = time.Duration(rng.Int64N(int64(o.rejoinPause) + 1))
-	}
+	before := loadMeasureBefore(kctx, hc, tgt)
+	clients, drops := loadNewClients(o, k)
 	fmt.Fprintf(stderr, "bench load: k=%d tokens=%d rate=%g/s ramp=%s rejoin=%d target=%s\n", k, o.tokens, o.rate, o.ramp, drops, tgt.base)
-	var prog loadProgress
-	t0 := time.Now()
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			loadRunClient(kctx, hc, tgt, c, o, &prog, t0)
-		}()
-	}
-	doneCh := make(chan struct{})
-	go func() { wg.Wait(); close(doneCh) }()
-	tick := time.NewTicker(2 * time.Second)
-	for waiting := true; waiting; {
-		select {
-		case <-doneCh:
-			waiting = false
-		case <-tick.C:
-			fmt.Fprintf(stderr, "bench load: k=%d t=%.0fs started=%d streaming=%d done=%d failed=%d rejoins=%d tokens=%d/%d\n",
-				k, time.Since(t0).Seconds(), prog.started.Load(), prog.streaming.Load(), prog.done.Load(), prog.failed.Load(),
-				prog.rejoins.Load(), prog.tokens.Load(), int64(k)*int64(o.tokens))
-		}
-	}
-	tick.Stop()
-	wall := time.Since(t0)
+	wall := loadRunClients(kctx, hc, tgt, clients, o, stderr)
 	res.WallS = bench.Round(wall.Seconds(), 3)
-
-	// After: the process figures first, before anything else loads the server.
-	clientAfter := loadSelfCPU()
-	res.ClientCPUS = bench.Round(clientAfter-clientBefore, 3)
-	if machOK {
-		if after, ok := loadMachineCPU(); ok {
-			u := bench.Round(after.busyCores(machBefore), 3)
-			res.MachineCPUUtil = &u
-		}
-	}
-	if cpuOK {
-		if after, ok := loadProcCPU(tgt.pid); ok {
-			s := bench.Round(after-cpuBefore, 3)
-			u := bench.Round(s/wall.Seconds(), 3)
-			res.ServerCPUS, res.ServerCPUUtil = &s, &u
-		}
-		if peak, end, ok := loadProcRSS(tgt.pid); ok {
-			res.ServerRSSPeakMB, res.ServerRSSEndMB = &peak, &end
-		}
-		res.ServerStats = fmt.Sprintf("/proc/%d (utime+stime over the load window; VmHWM since the process started; VmRSS at the end)", tgt.pid)
-	}
-	if backendsBefore != nil {
-		if after := loadBackendCPU(ctx, tgt.dbURL); after != nil {
-			var s float64
-			for pid, v := range after {
-				s += v - backendsBefore[pid] // new backends count from 0
-			}
-			s = bench.Round(s, 3)
-			res.DBBackendCPUS = &s
-		}
-	}
-	metricsAfter, merr := loadScrape(ctx, hc, tgt)
-	if merr == nil && metricsBefore != nil {
-		res.ServerDelay = loadHistogram(metricsBefore, metricsAfter, "threadline_token_publish_delay_seconds", "threadline_tokens_published_total")
-		res.ServerSched = loadSchedLatency(metricsBefore, metricsAfter)
-		if m, ok := metricsAfter["threadline_db_pool_max_conns"]; ok {
-			p := &loadPool{MaxConns: m, ConnsFrom: metricsBefore["threadline_db_pool_total_conns"], ConnsTo: metricsAfter["threadline_db_pool_total_conns"],
-				Acquires: metricsAfter["threadline_db_pool_acquire_total"] - metricsBefore["threadline_db_pool_acquire_total"],
-				WaitS:    bench.Round(metricsAfter["threadline_db_pool_acquire_seconds_total"]-metricsBefore["threadline_db_pool_acquire_seconds_total"], 3)}
-			if p.Acquires > 0 {
-				p.MeanWaitM = bench.Round(p.WaitS/p.Acquires*1000, 3)
-			}
-			res.ServerPool = p
-		}
-		if !cpuOK {
-			if a, ok := metricsAfter["process_cpu_seconds_total"]; ok {
-				s := bench.Round(a-metricsBefore["process_cpu_seconds_total"], 3)
-				u := bench.Round(s/wall.Seconds(), 3)
-				res.ServerCPUS, res.ServerCPUUtil = &s, &u
-				if rss, ok := metricsAfter["process_resident_memory_bytes"]; ok {
-					e := bench.Round(rss/(1<<20), 1)
-					res.ServerRSSEndMB = &e
-				}
-				res.ServerStats = "/metrics process_cpu_seconds_total and process_resident_memory_bytes (no --server-pid: peak RSS unknown)"
-			}
-		}
-	}
-	if res.ServerStats == "" {
-		res.ServerStats = "unknown (give --server-pid)"
-	}
-	if dbErr == nil {
-		if after, err := loadDBSize(ctx, tgt.dbURL); err == nil {
-			g := after - dbBefore
-			per := bench.Round(float64(g)/float64(k), 1)
-			res.DBGrowthBytes, res.DBGrowthPerRun = &g, &per
-		}
-	}
+	before.after(ctx, hc, tgt, wall, k, &res)
 	// created_at of every run, for the upper bound of the delay.
 	loadFetchCreated(ctx, hc, tgt, clients)
 	if tgt.child != nil {
@@ -497,4 +350,113 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, 
 		k, wall.Seconds(), res.RunsCompleted, res.RunsFailed, res.TokensDelivered, res.TokensExpected, res.ExactlyOnce,
 		res.AddedDelayMS.P50, res.AddedDelayMS.P99, res.AddedDelayMS.Max, res.AddedDelayUpper.P99)
 	return res, nil
+}
+
+// loadStartTarget starts K's service (or the floor) as a child, on a fresh
+// database it creates, or names the running service of --url; it sets
+// res.Target (and the pool size of a child service). stop stops the child
+// and drops its database.
+func loadStartTarget(ctx context.Context, o loadOpts, k int, interval time.Duration, res *Result, stderr io.Writer) (tgt loadTarget, stop func(), err error) {
+	switch {
+	case o.floor:
+		child, err := loadStartChild(ctx, o, k, "", interval, stderr)
+		if err != nil {
+			return tgt, nil, err
+		}
+		res.Target = "child: " + o.serverBin + " floor on " + child.addr + " (the floor: in memory, no database, no durability)"
+		return loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, child: child}, func() { child.stop(stderr) }, nil
+	case o.url == "":
+		dbName, err := loadCreateDB(ctx, o.dbURL, k)
+		if err != nil {
+			return tgt, nil, err
+		}
+		dbURL := store.WithDatabase(o.dbURL, dbName)
+		child, err := loadStartChild(ctx, o, k, dbURL, interval, stderr)
+		if err != nil {
+			loadDropDB(o.dbURL, dbName, stderr)
+			return tgt, nil, err
+		}
+		res.Target = "child: " + o.serverBin + " serve on " + child.addr + ", fresh database " + dbName
+		n := o.dbMaxConns
+		res.DBMaxConns = &n
+		stop = func() {
+			child.stop(stderr)
+			loadDropDB(o.dbURL, dbName, stderr)
+		}
+		return loadTarget{base: "http://" + child.addr, pid: child.cmd.Process.Pid, dbURL: dbURL, child: child}, stop, nil
+	}
+	res.Target = "running service at " + o.url
+	return loadTarget{base: o.url, pid: o.serverPID, dbURL: o.dbURL, key: o.apiKey}, func() {}, nil
+}
+
+// loadHTTPClient is the clients' HTTP client: keep-alive connections for K
+// clients and more, counted as they are dialed.
+func loadHTTPClient(k int) (*http.Client, *atomic.Int64) {
+	dials := new(atomic.Int64)
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   k + 64,
+		MaxConnsPerHost:       0,
+		IdleConnTimeout:       30 * time.Second,
+		DisableCompression:    true,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		ReadBufferSize:        16 << 10,
+	}
+	return &http.Client{Transport: tr}, dials
+}
+
+// loadNewClients makes K clients spread over the ramp, drops of them
+// chosen by the seed to drop and rejoin.
+func loadNewClients(o loadOpts, k int) (clients []*loadClient, drops int) {
+	rng := rand.New(rand.NewPCG(o.seed, uint64(k)))
+	clients = make([]*loadClient, k)
+	drops = int(math.Round(o.rejoinShare * float64(k)))
+	dropSet := rng.Perm(k)[:drops]
+	for i := range clients {
+		clients[i] = &loadClient{idx: i, threadID: uuid.New(), prompt: fmt.Sprintf("bench load %d of %d, seed %d", i+1, k, o.seed),
+			start: time.Duration(float64(o.ramp) * float64(i) / float64(k))}
+	}
+	for _, i := range dropSet {
+		c := clients[i]
+		lo, hi := max(1, o.tokens/5), max(2, o.tokens*3/5) // drop after 20-60% of the tokens
+		c.dropAt = lo + rng.IntN(max(1, hi-lo))
+		c.dropAt = min(c.dropAt, o.tokens-1)
+		c.pause = time.Duration(rng.Int64N(int64(o.rejoinPause) + 1))
+	}
+	return clients, drops
+}
+
+// loadRunClients runs every client to its end, with a progress line every
+// two seconds, and returns how long they took.
+func loadRunClients(ctx context.Context, hc *http.Client, tgt loadTarget, clients []*loadClient, o loadOpts, stderr io.Writer) time.Duration {
+	var prog loadProgress
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loadRunClient(ctx, hc, tgt, c, o, &prog, t0)
+		}()
+	}
+	doneCh := make(chan struct{})
+	go func() { wg.Wait(); close(doneCh) }()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-doneCh:
+			return time.Since(t0)
+		case <-tick.C:
+			fmt.Fprintf(stderr, "bench load: k=%d t=%.0fs started=%d streaming=%d done=%d failed=%d rejoins=%d tokens=%d/%d\n",
+				len(clients), time.Since(t0).Seconds(), prog.started.Load(), prog.streaming.Load(), prog.done.Load(), prog.failed.Load(),
+				prog.rejoins.Load(), prog.tokens.Load(), int64(len(clients))*int64(o.tokens))
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store/pgtest"
 )
 
@@ -283,5 +284,53 @@ func TestLoadDecodeMatchesJSON(t *testing.T) {
 		if ok := loadFastToken([]byte(tc.line), &fast); ok != tc.fast {
 			t.Errorf("%q: direct path taken %v, want %v", tc.line, ok, tc.fast)
 		}
+	}
+}
+
+// TestLoadCheckDelays folds one made-up client whose tokens were read 0, 3
+// and 1 ms behind the model's 10 ms schedule into a result, and one client
+// that lost a token: the delays, the slip and exactly-once come out as
+// worked by hand.
+func TestLoadCheckDelays(t *testing.T) {
+	t.Parallel()
+	const tokens = 3
+	sent := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return sent.Add(time.Duration(ms * float64(time.Millisecond))) }
+	client := func(idx int, lateMS []float64) *loadClient {
+		c := &loadClient{idx: idx, prompt: "check", sent: sent, firstAt: at(5), final: "succeeded", finalSet: true,
+			arrivals: make([]time.Time, tokens+2), conns: make([]int8, tokens+2), connSent: []time.Time{sent}}
+		want := model.BuiltinText(c.prompt, 1, tokens)
+		for i, late := range lateMS {
+			s := i + 2
+			c.arrivals[s] = at(5 + float64(s-1)*10 + late)
+			c.text.WriteString(want[i*5 : i*5+5])
+			c.tokens++
+			c.lastSeq = int64(s)
+		}
+		c.lastSeq++ // the final snapshot
+		c.finalTxt = want
+		return c
+	}
+	var res Result
+	loadCheck(&res, []*loadClient{client(0, []float64{0, 3, 1})}, loadOpts{tokens: tokens}, 10*time.Millisecond)
+	if !res.ExactlyOnce || res.RunsCompleted != 1 || res.TokensDelivered != tokens {
+		t.Errorf("exactly_once, completed, delivered = %v, %d, %d; want true, 1, %d; errors %v", res.ExactlyOnce, res.RunsCompleted, res.TokensDelivered, tokens, res.Errors)
+	}
+	if got, want := res.AddedDelayMS, (loadDist{P50: 1, P99: 3, Max: 3, Samples: 3}); got != want {
+		t.Errorf("added_delay_ms = %+v, want %+v", got, want)
+	}
+	if got, want := res.SlipFreeMS, (loadDist{P50: 0, P99: 2, Max: 2, Samples: 3}); got != want {
+		t.Errorf("added_delay_slip_free_ms = %+v, want %+v", got, want)
+	}
+	if got, want := res.ModelSlipMS, (loadDist{P50: 1, P99: 1, Max: 1, Samples: 1}); got != want {
+		t.Errorf("model_slip_ms = %+v, want %+v", got, want)
+	}
+
+	lost := client(1, []float64{0, 3})
+	lost.text.WriteString(" lost") // the final snapshot's text, but one token never read
+	res = Result{}
+	loadCheck(&res, []*loadClient{lost}, loadOpts{tokens: tokens}, 10*time.Millisecond)
+	if res.ExactlyOnce || res.Mismatches == 0 {
+		t.Errorf("exactly_once, mismatches = %v, %d for a lost token; want false, > 0", res.ExactlyOnce, res.Mismatches)
 	}
 }
