@@ -16,14 +16,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // DefaultAttachmentTypes are the content types accepted for upload unless
@@ -69,20 +70,36 @@ type Server struct {
 	metrics *metrics
 }
 
-// codes maps domain error codes to HTTP statuses: the one place that does.
-var codes = map[string]int{
-	checkpoint.EInvalid:         http.StatusBadRequest,
-	checkpoint.EUnauthenticated: http.StatusUnauthorized,
-	checkpoint.ENotFound:        http.StatusNotFound,
-	checkpoint.EConflict:        http.StatusConflict,
-	checkpoint.ERunInProgress:   http.StatusConflict,
-	checkpoint.ETooLarge:        http.StatusRequestEntityTooLarge,
-	checkpoint.EUnsupported:     http.StatusUnsupportedMediaType,
-	checkpoint.EInvalidFork:     http.StatusUnprocessableEntity,
-	checkpoint.ERateLimited:     http.StatusTooManyRequests,
-	"method_not_allowed":        http.StatusMethodNotAllowed,
-	"unavailable":               http.StatusServiceUnavailable,
-	checkpoint.EInternal:        http.StatusInternalServerError,
+// statuses maps every error code to its HTTP status: the one place that
+// does. A model failure normally reaches the client as a stream event; if
+// one ever ends a request instead, it is the upstream's fault (502, 504),
+// or the server's configuration (503).
+var statuses = map[errcode.Code]int{
+	errcode.Invalid:              http.StatusBadRequest,
+	errcode.Unauthenticated:      http.StatusUnauthorized,
+	errcode.NotFound:             http.StatusNotFound,
+	errcode.Conflict:             http.StatusConflict,
+	errcode.RunInProgress:        http.StatusConflict,
+	errcode.TooLarge:             http.StatusRequestEntityTooLarge,
+	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	errcode.InvalidFork:          http.StatusUnprocessableEntity,
+	errcode.RateLimited:          http.StatusTooManyRequests,
+	errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	errcode.Unavailable:          http.StatusServiceUnavailable,
+	errcode.Internal:             http.StatusInternalServerError,
+	errcode.ModelNotConfigured:   http.StatusServiceUnavailable,
+	errcode.ModelAuth:            http.StatusBadGateway,
+	errcode.ModelTimeout:         http.StatusGatewayTimeout,
+	errcode.ModelError:           http.StatusBadGateway,
+}
+
+// status returns the HTTP status of code; a code missing from the table
+// is a 500 (TestStatusesCoverEveryCode keeps the table whole).
+func status(code errcode.Code) int {
+	if st, ok := statuses[code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
 }
 
 // retryAfterSeconds is the Retry-After of every 503 and 429.
@@ -135,7 +152,7 @@ func New(svc *thread.Service, cfg Config) *Server {
 				Rate: rate.Limit(cfg.RateLimit), Burst: int(2*cfg.RateLimit) + 1, ExpiresIn: 3 * time.Minute}),
 			IdentifierExtractor: func(c echo.Context) (string, error) { return caller(c), nil },
 			DenyHandler: func(c echo.Context, _ string, _ error) error {
-				return checkpoint.Errorf(checkpoint.ERateLimited, "too many requests for this caller; retry in a second")
+				return errcode.New(errcode.RateLimited, "too many requests for this caller; retry in a second")
 			},
 		}))
 	}
@@ -202,7 +219,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		token, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || token == "" {
-			return checkpoint.Errorf(checkpoint.EUnauthenticated, "send Authorization: Bearer <api key>")
+			return errcode.New(errcode.Unauthenticated, "send Authorization: Bearer <api key>")
 		}
 		found := ""
 		for key, who := range s.cfg.APIKeys {
@@ -211,7 +228,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if found == "" {
-			return checkpoint.Errorf(checkpoint.EUnauthenticated, "the API key is not valid")
+			return errcode.New(errcode.Unauthenticated, "the API key is not valid")
 		}
 		c.Set(callerKey, found)
 		return next(c)
@@ -235,7 +252,24 @@ func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // errorBody is the wire shape of every error.
 type errorBody struct {
-	Error map[string]any `json:"error"`
+	Error errorDetail `json:"error"`
+}
+
+// errorDetail is an error's code and message, and the run it names, if any
+// (a run_in_progress conflict names the active run).
+type errorDetail struct {
+	Code      errcode.Code `json:"code"`
+	Message   string       `json:"message"`
+	RunID     *uuid.UUID   `json:"run_id,omitempty"`
+	MessageID *uuid.UUID   `json:"message_id,omitempty"`
+	Field     string       `json:"field,omitempty"`
+}
+
+func nilUUID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
 }
 
 // handleError is echo's one error handler: domain codes through the codes
@@ -244,51 +278,43 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	code, msg := checkpoint.EInternal, "internal error"
-	var data map[string]any
-	var de *checkpoint.Error
+	body := errorDetail{Code: errcode.Internal, Message: "internal error"}
 	var he *echo.HTTPError
+	de, coded := errcode.As(err)
 	switch {
-	case errors.As(err, &de):
-		code, msg, data = de.Code, de.Message, de.Data
+	case coded:
+		body = errorDetail{Code: de.Code, Message: de.Message, RunID: nilUUID(de.RunID), MessageID: nilUUID(de.MessageID), Field: de.Field}
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			code, msg = checkpoint.ENotFound, "no such route: "+c.Request().Method+" "+c.Request().URL.Path
+			body.Code, body.Message = errcode.NotFound, "no such route: "+c.Request().Method+" "+c.Request().URL.Path
 		case http.StatusMethodNotAllowed:
-			code, msg = "method_not_allowed", "method "+c.Request().Method+" is not allowed on "+c.Request().URL.Path
+			body.Code, body.Message = errcode.MethodNotAllowed, "method "+c.Request().Method+" is not allowed on "+c.Request().URL.Path
 		case http.StatusRequestEntityTooLarge:
-			code, msg = checkpoint.ETooLarge, "request body is too large"
+			body.Code, body.Message = errcode.TooLarge, "request body is too large"
 		case http.StatusUnsupportedMediaType:
-			code, msg = checkpoint.EUnsupported, "send a JSON body with Content-Type: application/json"
+			body.Code, body.Message = errcode.UnsupportedMediaType, "send a JSON body with Content-Type: application/json"
 		case http.StatusBadRequest:
-			code, msg = checkpoint.EInvalid, "bad request"
+			body.Code, body.Message = errcode.Invalid, "bad request"
 		}
 	case errors.Is(err, context.Canceled):
 		return // the client went away
 	}
-	status, ok := codes[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	if status >= http.StatusInternalServerError {
+	st := status(body.Code)
+	if st >= http.StatusInternalServerError {
 		s.log.Error("request failed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
 			"method", c.Request().Method, "route", c.Path(), "err", err)
 	}
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	if st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests {
 		// Both pass: say when to come back rather than leave clients to
 		// guess (and hammer a recovering database).
 		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}
-	body := map[string]any{"code": code, "message": msg}
-	for k, v := range data {
-		body[k] = v
-	}
 	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(status)
+		_ = c.NoContent(st)
 		return
 	}
-	_ = c.JSON(status, errorBody{Error: body})
+	_ = c.JSON(st, errorBody{Error: body})
 }
 
 // bind decodes a JSON body strictly: JSON content type (415), size limit
@@ -301,10 +327,10 @@ func (s *Server) bind(c echo.Context, v any, optional bool) error {
 	}
 	ct := r.Header.Get(echo.HeaderContentType)
 	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), echo.MIMEApplicationJSON) {
-		return checkpoint.Errorf(checkpoint.EUnsupported, "send a JSON body with Content-Type: application/json (got %q)", ct)
+		return errcode.New(errcode.UnsupportedMediaType, "send a JSON body with Content-Type: application/json (got %q)", ct)
 	}
 	if r.ContentLength > s.cfg.MaxBody {
-		return checkpoint.Errorf(checkpoint.ETooLarge, "request body is %d bytes; the limit is %d", r.ContentLength, s.cfg.MaxBody)
+		return errcode.New(errcode.TooLarge, "request body is %d bytes; the limit is %d", r.ContentLength, s.cfg.MaxBody)
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody))
 	if err != nil {
@@ -319,7 +345,7 @@ func (s *Server) bind(c echo.Context, v any, optional bool) error {
 		return decodeError(err, s.cfg.MaxBody, optional)
 	}
 	if dec.More() {
-		return checkpoint.Errorf(checkpoint.EInvalid, "body must hold one JSON value")
+		return errcode.New(errcode.Invalid, "body must hold one JSON value")
 	}
 	return nil
 }
@@ -330,25 +356,25 @@ func decodeError(err error, limit int64, optional bool) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &mbe):
-		return checkpoint.Errorf(checkpoint.ETooLarge, "request body is over the %d byte limit", limit)
+		return errcode.New(errcode.TooLarge, "request body is over the %d byte limit", limit)
 	case errors.As(err, &ute):
 		field := ute.Field
 		if field == "" {
 			field = "body"
 		}
-		return checkpoint.Errorf(checkpoint.EInvalid, "%s must be %s, not %s", field, jsonKind(ute.Type.String()), ute.Value)
+		return errcode.New(errcode.Invalid, "%s must be %s, not %s", field, jsonKind(ute.Type.String()), ute.Value)
 	case errors.As(err, &se):
-		return checkpoint.Errorf(checkpoint.EInvalid, "malformed JSON at byte %d: %v", se.Offset, err)
+		return errcode.New(errcode.Invalid, "malformed JSON at byte %d: %v", se.Offset, err)
 	case errors.Is(err, errEOF) && optional:
 		return nil
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return checkpoint.Errorf(checkpoint.EInvalid, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return errcode.New(errcode.Invalid, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
-	var de *checkpoint.Error
+	var de *errcode.Error
 	if errors.As(err, &de) {
 		return de
 	}
-	return checkpoint.Errorf(checkpoint.EInvalid, "malformed JSON: %v", err)
+	return errcode.New(errcode.Invalid, "malformed JSON: %v", err)
 }
 
 func jsonKind(goType string) string {

@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // AttachmentStore keeps uploads durably.
@@ -35,17 +35,17 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 	r := c.Request()
 	mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 	if mt != "multipart/form-data" {
-		return checkpoint.Errorf(checkpoint.EUnsupported, "upload a file as multipart/form-data in the field \"file\"")
+		return errcode.New(errcode.UnsupportedMediaType, "upload a file as multipart/form-data in the field \"file\"")
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxAttachment+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return checkpoint.Errorf(checkpoint.EInvalid, "malformed multipart body: %v", err)
+		return errcode.New(errcode.Invalid, "malformed multipart body: %v", err)
 	}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return checkpoint.Errorf(checkpoint.EInvalid, "no file: send it in the multipart field \"file\"")
+			return errcode.New(errcode.Invalid, "no file: send it in the multipart field \"file\"")
 		}
 		if err != nil {
 			return tooLargeOr(err, s.cfg.MaxAttachment, "malformed multipart body")
@@ -67,14 +67,14 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 			ct, _, _ = mime.ParseMediaType(ct)
 		}
 		if !slices.Contains(s.cfg.AttachmentTypes, ct) {
-			return checkpoint.Errorf(checkpoint.EUnsupported, "content type %q is not accepted; accepted: %s", ct, strings.Join(s.cfg.AttachmentTypes, ", "))
+			return errcode.New(errcode.UnsupportedMediaType, "content type %q is not accepted; accepted: %s", ct, strings.Join(s.cfg.AttachmentTypes, ", "))
 		}
 		data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxAttachment+1))
 		if err != nil {
 			return tooLargeOr(err, s.cfg.MaxAttachment, "reading the upload failed")
 		}
 		if int64(len(data)) > s.cfg.MaxAttachment {
-			return checkpoint.Errorf(checkpoint.ETooLarge, "attachment is over the %d byte limit", s.cfg.MaxAttachment)
+			return errcode.New(errcode.TooLarge, "attachment is over the %d byte limit", s.cfg.MaxAttachment)
 		}
 		a := &thread.File{ID: uuid.New(), Caller: caller(c), Name: filepath.Base(part.FileName()), ContentType: ct, Size: int64(len(data)), Data: data}
 		if err := s.cfg.Attachments.AttachmentCreate(r.Context(), a); err != nil {
@@ -88,9 +88,9 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 func tooLargeOr(err error, limit int64, msg string) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return checkpoint.Errorf(checkpoint.ETooLarge, "attachment is over the %d byte limit", limit)
+		return errcode.New(errcode.TooLarge, "attachment is over the %d byte limit", limit)
 	}
-	return checkpoint.Errorf(checkpoint.EInvalid, "%s: %v", msg, err)
+	return errcode.New(errcode.Invalid, "%s: %v", msg, err)
 }
 
 func (s *Server) getAttachment(c echo.Context) error {

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"encoding/json"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // LimitListener caps the connections open at once at max. A connection
@@ -27,8 +30,13 @@ type limitListener struct {
 
 // refusal is the whole response to a connection over the cap.
 var refusal = func() []byte {
-	body := `{"error":{"code":"unavailable","message":"the server has too many open connections; retry shortly"}}` + "\n"
-	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " +
+	b, err := json.Marshal(errorBody{Error: errorDetail{Code: errcode.Unavailable,
+		Message: "the server has too many open connections; retry shortly"}})
+	if err != nil {
+		panic(err) // a constant value: cannot fail
+	}
+	body := string(b) + "\n"
+	return []byte("HTTP/1.1 " + strconv.Itoa(status(errcode.Unavailable)) + " Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " +
 		strconv.Itoa(retryAfterSeconds) + "\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }()
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 type runBody struct {
@@ -34,23 +35,23 @@ type runBody struct {
 func decodeContent(raw json.RawMessage) ([]checkpoint.Part, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content is required: a string or an array of parts")
+		return nil, errcode.New(errcode.Invalid, "message.content is required: a string or an array of parts")
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content: %v", err)
+			return nil, errcode.New(errcode.Invalid, "message.content: %v", err)
 		}
 		return []checkpoint.Part{{Type: "text", Text: s}}, nil
 	}
 	if raw[0] != '[' {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content must be a string or an array of parts")
+		return nil, errcode.New(errcode.Invalid, "message.content must be a string or an array of parts")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var parts []checkpoint.Part
 	if err := dec.Decode(&parts); err != nil {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "message.content: %v", err)
+		return nil, errcode.New(errcode.Invalid, "message.content: %v", err)
 	}
 	return parts, nil
 }
@@ -88,7 +89,7 @@ func (s *Server) startRun(c echo.Context) error {
 			size += len(p.Text) + len(p.Image)
 		}
 		if size > s.cfg.MaxMessage {
-			return checkpoint.Errorf(checkpoint.ETooLarge, "message is %d bytes; the limit is %d", size, s.cfg.MaxMessage)
+			return errcode.New(errcode.TooLarge, "message is %d bytes; the limit is %d", size, s.cfg.MaxMessage)
 		}
 		for i, a := range m.Attachments {
 			id, err := parseUUID("message.attachments["+strconv.Itoa(i)+"].id", a.ID)
@@ -119,7 +120,7 @@ func (s *Server) rejoinRun(c echo.Context) error {
 	var after int64
 	if v := c.QueryParam("after"); v != "" {
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			return checkpoint.Errorf(checkpoint.EInvalid, "after must be a whole number >= 0, got %q", v)
+			return errcode.New(errcode.Invalid, "after must be a whole number >= 0, got %q", v)
 		}
 	}
 	run, err := s.svc.FindRun(c.Request().Context(), caller(c), threadID, runID)

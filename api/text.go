@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // The text policy, decided here once for every request: every string a
@@ -20,9 +20,9 @@ import (
 
 // textError is the refusal of one string under the policy.
 func textError(field, why string) error {
-	return &checkpoint.Error{Code: checkpoint.EInvalid,
+	return &errcode.Error{Code: errcode.Invalid,
 		Message: field + " " + why + "; text must be valid UTF-8 without U+0000 (NUL) or lone surrogates",
-		Data:    map[string]any{"field": field}}
+		Field:   field}
 }
 
 // checkText walks a JSON document and refuses the first string the text
@@ -47,8 +47,8 @@ func checkFileName(name string) error {
 	case strings.IndexByte(name, 0) >= 0:
 		return textError("file name", "contains U+0000 (NUL)")
 	case len(name) > maxFileName:
-		return &checkpoint.Error{Code: checkpoint.EInvalid, Message: "file name is longer than " + strconv.Itoa(maxFileName) + " bytes",
-			Data: map[string]any{"field": "file name"}}
+		return &errcode.Error{Code: errcode.Invalid, Message: "file name is longer than " + strconv.Itoa(maxFileName) + " bytes",
+			Field: "file name"}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 type uuidValue = uuid.UUID
@@ -26,7 +27,7 @@ func parseUUID(field, s string) (uuid.UUID, error) {
 	}
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a UUID, got %q", field, s)
+		return uuid.Nil, errcode.New(errcode.Invalid, "%s must be a UUID, got %q", field, s)
 	}
 	return id, nil
 }
@@ -36,7 +37,7 @@ func optUUID(field string, s *string) (uuid.UUID, error) {
 		return uuid.Nil, nil
 	}
 	if *s == "" {
-		return uuid.Nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a UUID or null, got \"\"", field)
+		return uuid.Nil, errcode.New(errcode.Invalid, "%s must be a UUID or null, got \"\"", field)
 	}
 	return parseUUID(field, *s)
 }
@@ -73,7 +74,7 @@ func (s *Server) listThreads(c echo.Context) error {
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return checkpoint.Errorf(checkpoint.EInvalid, "limit must be a whole number between 1 and 100, got %q", v)
+			return errcode.New(errcode.Invalid, "limit must be a whole number between 1 and 100, got %q", v)
 		}
 		limit = n
 	}
@@ -118,7 +119,7 @@ func (s *Server) patchThread(c echo.Context) error {
 	var u thread.ThreadUpdate
 	if body.Title != nil {
 		if len(*body.Title) > 200 || !utf8.ValidString(*body.Title) {
-			return checkpoint.Errorf(checkpoint.EInvalid, "title must be valid UTF-8 of at most 200 bytes")
+			return errcode.New(errcode.Invalid, "title must be valid UTF-8 of at most 200 bytes")
 		}
 		u.Title = body.Title
 	}
@@ -173,7 +174,7 @@ func (s *Server) putHead(c echo.Context) error {
 		return err
 	}
 	if body.MessageID == nil || *body.MessageID == "" {
-		return checkpoint.Errorf(checkpoint.EInvalid, "message_id is required: the id of the message the client shows")
+		return errcode.New(errcode.Invalid, "message_id is required: the id of the message the client shows")
 	}
 	mid, err := parseUUID("message_id", *body.MessageID)
 	if err != nil {

@@ -10,75 +10,12 @@ package checkpoint
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/thread/errcode"
 )
-
-// Error codes shared by every layer. The api package maps each code to an
-// HTTP status once; the store maps database errors onto them once.
-const (
-	EInvalid         = "invalid_request"
-	EUnauthenticated = "unauthenticated"
-	ENotFound        = "not_found"
-	EConflict        = "conflict"
-	ERunInProgress   = "run_in_progress"
-	ETooLarge        = "too_large"
-	EUnsupported     = "unsupported_media_type"
-	EInvalidFork     = "invalid_fork"
-	ERateLimited     = "rate_limited"
-	EInternal        = "internal"
-)
-
-// Error is a coded domain error. Its Message is safe to show to API callers.
-type Error struct {
-	Code    string
-	Message string
-	// Data carries structured details for the caller, such as the active run of
-	// a run_in_progress conflict.
-	Data map[string]any
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// Errorf returns a coded error with a formatted message.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// ErrorCode returns the code of the first *Error in err's chain, or EInternal.
-func ErrorCode(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return EInternal
-}
-
-// ErrorMessage returns the caller-safe message of err, or a generic one.
-func ErrorMessage(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
-	return "internal error"
-}
-
-// Sentinel errors for errors.Is checks where no message is needed.
-var (
-	ErrNotFound    = &Error{Code: ENotFound, Message: "not found"}
-	ErrConflict    = &Error{Code: EConflict, Message: "conflict"}
-	ErrInvalidFork = &Error{Code: EInvalidFork, Message: "invalid fork"}
-)
-
-// Is makes errors.Is(err, ErrNotFound) true for any *Error with that code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
 
 // Role is who wrote a message.
 type Role string
@@ -221,10 +158,10 @@ func (t *Tree) Append(nodes ...Node) (*Tree, error) {
 	par := make([]int32, len(nodes))
 	for i, nd := range nodes {
 		if _, dup := t.pos(nd.ID); dup {
-			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
+			return nil, errcode.New(errcode.Invalid, "message %s appears twice", nd.ID)
 		}
 		if _, dup := batch[nd.ID]; dup {
-			return nil, Errorf(EInvalid, "message %s appears twice", nd.ID)
+			return nil, errcode.New(errcode.Invalid, "message %s appears twice", nd.ID)
 		}
 		par[i] = -1
 		if nd.ParentID != uuid.Nil {
@@ -233,7 +170,7 @@ func (t *Tree) Append(nodes ...Node) (*Tree, error) {
 				p, ok = batch[nd.ParentID]
 			}
 			if !ok {
-				return nil, Errorf(EInvalid, "message %s: parent %s is not in the tree before it", nd.ID, nd.ParentID)
+				return nil, errcode.New(errcode.Invalid, "message %s: parent %s is not in the tree before it", nd.ID, nd.ParentID)
 			}
 			par[i] = int32(p)
 		}
@@ -420,33 +357,33 @@ func (t *Tree) ResolveFork(r ForkRequest) (Fork, error) {
 	var parent *Node
 	if r.ParentID != uuid.Nil {
 		if parent = t.Get(r.ParentID); parent == nil {
-			return Fork{}, Errorf(EInvalidFork, "parent_message_id %s is not a message of this thread", r.ParentID)
+			return Fork{}, errcode.New(errcode.InvalidFork, "parent_message_id %s is not a message of this thread", r.ParentID)
 		}
 	}
 	var source *Node
 	if r.SourceID != uuid.Nil {
 		if source = t.Get(r.SourceID); source == nil {
-			return Fork{}, Errorf(EInvalidFork, "source_message_id %s is not a message of this thread", r.SourceID)
+			return Fork{}, errcode.New(errcode.InvalidFork, "source_message_id %s is not a message of this thread", r.SourceID)
 		}
 		if source.ParentID != r.ParentID {
-			return Fork{}, Errorf(EInvalidFork, "source_message_id %s is not a child of parent_message_id %s", r.SourceID, nilString(r.ParentID))
+			return Fork{}, errcode.New(errcode.InvalidFork, "source_message_id %s is not a child of parent_message_id %s", r.SourceID, nilString(r.ParentID))
 		}
 	}
 	if r.HasMessage {
 		if source != nil && source.Role != RoleUser {
-			return Fork{}, Errorf(EInvalidFork, "only user messages can be edited; %s is a %s message", source.ID, source.Role)
+			return Fork{}, errcode.New(errcode.InvalidFork, "only user messages can be edited; %s is a %s message", source.ID, source.Role)
 		}
 		return Fork{UserParent: r.ParentID}, nil
 	}
 	// Regenerate.
 	if parent == nil {
-		return Fork{}, Errorf(EInvalidFork, "regenerate needs parent_message_id: the user message above the reply")
+		return Fork{}, errcode.New(errcode.InvalidFork, "regenerate needs parent_message_id: the user message above the reply")
 	}
 	if parent.Role != RoleUser {
-		return Fork{}, Errorf(EInvalidFork, "regenerate under a %s message: parent_message_id must be a user message", parent.Role)
+		return Fork{}, errcode.New(errcode.InvalidFork, "regenerate under a %s message: parent_message_id must be a user message", parent.Role)
 	}
 	if source != nil && source.Role != RoleAssistant {
-		return Fork{}, Errorf(EInvalidFork, "regenerate replaces an assistant message; %s is a %s message", source.ID, source.Role)
+		return Fork{}, errcode.New(errcode.InvalidFork, "regenerate replaces an assistant message; %s is a %s message", source.ID, source.Role)
 	}
 	return Fork{AssistantParent: r.ParentID}, nil
 }

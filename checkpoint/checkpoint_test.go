@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // build makes a tree from (role, parent index) pairs; parent -1 is a root.
@@ -54,43 +55,36 @@ func TestResolveFork(t *testing.T) {
 		name    string
 		req     ForkRequest
 		want    Fork
-		wantErr string
+		wantErr errcode.Code
 	}{
 		{"new message under leaf", ForkRequest{HasMessage: true, ParentID: id[3]}, Fork{UserParent: id[3]}, ""},
 		{"edit a user message", ForkRequest{HasMessage: true, ParentID: id[1], SourceID: id[2]}, Fork{UserParent: id[1]}, ""},
 		{"edit the root message", ForkRequest{HasMessage: true, SourceID: id[0]}, Fork{}, ""},
 		{"regenerate", ForkRequest{ParentID: id[2], SourceID: id[3]}, Fork{AssistantParent: id[2]}, ""},
 		{"regenerate without source", ForkRequest{ParentID: id[2]}, Fork{AssistantParent: id[2]}, ""},
-		{"parent not in thread", ForkRequest{HasMessage: true, ParentID: other}, Fork{}, EInvalidFork},
-		{"edit of an assistant message", ForkRequest{HasMessage: true, ParentID: id[2], SourceID: id[3]}, Fork{}, EInvalidFork},
-		{"source not a child of parent", ForkRequest{HasMessage: true, ParentID: id[3], SourceID: id[2]}, Fork{}, EInvalidFork},
-		{"source not in thread", ForkRequest{HasMessage: true, ParentID: id[1], SourceID: other}, Fork{}, EInvalidFork},
-		{"regenerate under an assistant message", ForkRequest{ParentID: id[3]}, Fork{}, EInvalidFork},
-		{"regenerate with no parent", ForkRequest{}, Fork{}, EInvalidFork},
-		{"regenerate replacing a user message", ForkRequest{ParentID: id[1], SourceID: id[2]}, Fork{}, EInvalidFork},
+		{"parent not in thread", ForkRequest{HasMessage: true, ParentID: other}, Fork{}, errcode.InvalidFork},
+		{"edit of an assistant message", ForkRequest{HasMessage: true, ParentID: id[2], SourceID: id[3]}, Fork{}, errcode.InvalidFork},
+		{"source not a child of parent", ForkRequest{HasMessage: true, ParentID: id[3], SourceID: id[2]}, Fork{}, errcode.InvalidFork},
+		{"source not in thread", ForkRequest{HasMessage: true, ParentID: id[1], SourceID: other}, Fork{}, errcode.InvalidFork},
+		{"regenerate under an assistant message", ForkRequest{ParentID: id[3]}, Fork{}, errcode.InvalidFork},
+		{"regenerate with no parent", ForkRequest{}, Fork{}, errcode.InvalidFork},
+		{"regenerate replacing a user message", ForkRequest{ParentID: id[1], SourceID: id[2]}, Fork{}, errcode.InvalidFork},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := tr.ResolveFork(tt.req)
-			if code := errCode(err); code != tt.wantErr {
+			if code := errcode.Of(err); code != tt.wantErr {
 				t.Fatalf("error code: got %q (%v), want %q", code, err, tt.wantErr)
 			}
 			if err == nil && got != tt.want {
 				t.Fatalf("fork: got %+v, want %+v", got, tt.want)
 			}
-			if err != nil && ErrorMessage(err) == "" {
+			if err != nil && errcode.Message(err) == "" {
 				t.Fatalf("invalid_fork without a message saying which rule")
 			}
 		})
 	}
-}
-
-func errCode(err error) string {
-	if err == nil {
-		return ""
-	}
-	return ErrorCode(err)
 }
 
 func TestResolveHead(t *testing.T) {
@@ -272,7 +266,7 @@ func TestAppendIsImmutable(t *testing.T) {
 	if tr.Len() != n || a.Len() != n+1 || b.Len() != n+1 || a.Nodes()[n].ID == b.Nodes()[n].ID {
 		t.Fatalf("append changed a shared tree: lens %d %d %d", tr.Len(), a.Len(), b.Len())
 	}
-	if _, err := tr.Append(Node{ID: uuid.New(), ParentID: uuid.New(), Seq: 9}); ErrorCode(err) != EInvalid {
+	if _, err := tr.Append(Node{ID: uuid.New(), ParentID: uuid.New(), Seq: 9}); errcode.Of(err) != errcode.Invalid {
 		t.Fatalf("unknown parent: got %v, want invalid_request", err)
 	}
 	if up := a.Upto(7); up.Len() != n {
@@ -304,7 +298,7 @@ func TestAppendIsImmutable(t *testing.T) {
 	if err != nil || again.Len() != n+2 || a2.Len() != n+2 {
 		t.Fatalf("append to an older version: got %v (%v)", again, err)
 	}
-	if _, err := a2.Append(Node{ID: na, Seq: 10, Role: RoleUser}); ErrorCode(err) != EInvalid {
+	if _, err := a2.Append(Node{ID: na, Seq: 10, Role: RoleUser}); errcode.Of(err) != errcode.Invalid {
 		t.Fatalf("repeated id: got %v, want invalid_request", err)
 	}
 	if got := a2.Nodes(); cap(got) != len(got) {

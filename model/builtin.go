@@ -30,6 +30,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Model = (*Builtin)(nil)
@@ -161,17 +162,16 @@ func (t *tokenSource) at(i int) string {
 }
 
 // failCode returns the error code a "/fail " prompt asks for, or "".
-func failCode(prompt string) string {
+func failCode(prompt string) errcode.Code {
 	rest, ok := strings.CutPrefix(prompt, "/fail ")
 	if !ok {
 		return ""
 	}
 	word, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
-	switch word {
-	case thread.EModelError, thread.EModelTimeout, thread.EModelAuth, thread.EModelNotConfigured:
-		return word
+	if c := errcode.Code(word); c.IsModel() {
+		return c
 	}
-	return thread.EModelError
+	return errcode.ModelError
 }
 
 // promptTokens is a rough token count of every message: text bytes / 4.
@@ -228,7 +228,7 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 	}
 	if fail != "" {
 		return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n},
-			&thread.ModelError{Code: fail, Message: "the built-in model was asked to fail (/fail " + fail + ")"}
+			&errcode.Error{Code: fail, Message: "the built-in model was asked to fail (/fail " + string(fail) + ")"}
 	}
 	return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n, StopReason: "stop"}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 func userReq(text string, call int64) thread.ModelRequest {
@@ -204,21 +205,21 @@ func TestBuiltinFail(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		prompt   string
-		wantCode string
+		wantCode errcode.Code
 	}{
-		{"/fail model_error", thread.EModelError},
-		{"/fail model_timeout", thread.EModelTimeout},
-		{"/fail model_auth", thread.EModelAuth},
-		{"/fail model_not_configured please", thread.EModelNotConfigured},
-		{"/fail something else", thread.EModelError},
+		{"/fail model_error", errcode.ModelError},
+		{"/fail model_timeout", errcode.ModelTimeout},
+		{"/fail model_auth", errcode.ModelAuth},
+		{"/fail model_not_configured please", errcode.ModelNotConfigured},
+		{"/fail something else", errcode.ModelError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.prompt, func(t *testing.T) {
 			t.Parallel()
 			toks, _, err := collect(t, model.NewBuiltin(200, 0), context.Background(), userReq(tc.prompt, 2))
-			var me *thread.ModelError
+			var me *errcode.Error
 			if !errors.As(err, &me) || me.Code != tc.wantCode {
-				t.Fatalf("error: got %v, want a *thread.ModelError with code %s", err, tc.wantCode)
+				t.Fatalf("error: got %v, want a *errcode.Error with code %s", err, tc.wantCode)
 			}
 			if len(toks) != 3 {
 				t.Fatalf("tokens before failing: got %d, want 3", len(toks))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
@@ -141,7 +142,7 @@ func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onT
 	}
 	llm, err := m.open()
 	if err != nil {
-		return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelError, Message: m.redact(s.provider + ": " + err.Error())}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
 	}
 	msgs := toMessages(req, s.provider, s.vision)
 
@@ -200,7 +201,7 @@ func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onT
 	case ctx.Err() != nil:
 		return thread.ModelResult{}, ctx.Err()
 	case errors.Is(context.Cause(cctx), errIdle):
-		return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
 	}
 	if me := m.failure(err, p); me != nil {
 		return thread.ModelResult{}, me
@@ -227,20 +228,20 @@ func generate(ctx context.Context, llm llms.Model, msgs []llms.MessageContent, o
 
 // failure maps a provider error, or a stream the transport saw cut off,
 // onto a model error; nil when the call succeeded.
-func (m *providerModel) failure(err error, p *probe) *thread.ModelError {
+func (m *providerModel) failure(err error, p *probe) *errcode.Error {
 	status, body, readErr := p.result()
 	name := m.spec.provider
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &thread.ModelError{Code: thread.EModelAuth, Message: m.redact(fmt.Sprintf("%s rejected the API key%s (%d %s): %s",
+		return &errcode.Error{Code: errcode.ModelAuth, Message: m.redact(fmt.Sprintf("%s rejected the API key%s (%d %s): %s",
 			name, m.keyHint(), status, http.StatusText(status), providerMessage(body, err)))}
 	case status >= 400:
-		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(fmt.Sprintf("%s returned %d %s: %s",
+		return &errcode.Error{Code: errcode.ModelError, Message: m.redact(fmt.Sprintf("%s returned %d %s: %s",
 			name, status, http.StatusText(status), providerMessage(body, err)))}
 	case readErr != nil:
-		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(fmt.Sprintf("%s stream was cut off: %v", name, readErr))}
+		return &errcode.Error{Code: errcode.ModelError, Message: m.redact(fmt.Sprintf("%s stream was cut off: %v", name, readErr))}
 	case err != nil:
-		return &thread.ModelError{Code: thread.EModelError, Message: m.redact(name + ": " + err.Error())}
+		return &errcode.Error{Code: errcode.ModelError, Message: m.redact(name + ": " + err.Error())}
 	}
 	return nil
 }

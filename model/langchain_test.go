@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // testKey looks like an OpenAI key so both the literal and the pattern
@@ -543,19 +544,19 @@ func TestProviderFailures(t *testing.T) {
 		mode       string
 		status     int
 		timeout    string
-		wantCode   string
+		wantCode   errcode.Code
 		wantInMsg  []string
 		wantTokens int
 	}
 	secretMsg := "Incorrect API key provided: " + testKey + " (sent as Authorization: Bearer " + testKey + ")"
 	cases := []tcase{
-		{"401", "status", 401, "5s", thread.EModelAuth, []string{"401", "Incorrect API key provided", "TEST_KEY"}, 0},
-		{"403", "status", 403, "5s", thread.EModelAuth, []string{"403"}, 0},
-		{"429", "status", 429, "5s", thread.EModelError, []string{"429", "Incorrect API key provided"}, 0},
-		{"500", "status", 500, "5s", thread.EModelError, []string{"500", "Incorrect API key provided"}, 0},
-		{"slow first byte", "slow", 0, "200ms", thread.EModelTimeout, []string{"model timed out after 200ms"}, 0},
-		{"stall mid-stream", "stall", 0, "200ms", thread.EModelTimeout, []string{"model timed out after 200ms"}, 1},
-		{"stream cut", "cut", 0, "5s", thread.EModelError, []string{"cut off"}, 2},
+		{"401", "status", 401, "5s", errcode.ModelAuth, []string{"401", "Incorrect API key provided", "TEST_KEY"}, 0},
+		{"403", "status", 403, "5s", errcode.ModelAuth, []string{"403"}, 0},
+		{"429", "status", 429, "5s", errcode.ModelError, []string{"429", "Incorrect API key provided"}, 0},
+		{"500", "status", 500, "5s", errcode.ModelError, []string{"500", "Incorrect API key provided"}, 0},
+		{"slow first byte", "slow", 0, "200ms", errcode.ModelTimeout, []string{"model timed out after 200ms"}, 0},
+		{"stall mid-stream", "stall", 0, "200ms", errcode.ModelTimeout, []string{"model timed out after 200ms"}, 1},
+		{"stream cut", "cut", 0, "5s", errcode.ModelError, []string{"cut off"}, 2},
 	}
 	for _, d := range dialects {
 		for _, tc := range cases {
@@ -566,9 +567,9 @@ func TestProviderFailures(t *testing.T) {
 				m := resolve(t, f.registry(t, tc.timeout, true), "m")
 				start := time.Now()
 				toks, _, err := collect(t, m, context.Background(), userReq("hi", 1))
-				var me *thread.ModelError
+				var me *errcode.Error
 				if !errors.As(err, &me) || me.Code != tc.wantCode {
-					t.Fatalf("error: got %v, want a *thread.ModelError with code %s", err, tc.wantCode)
+					t.Fatalf("error: got %v, want a *errcode.Error with code %s", err, tc.wantCode)
 				}
 				t.Logf("%s: %s", me.Code, me.Message)
 				for _, s := range tc.wantInMsg {
@@ -585,7 +586,7 @@ func TestProviderFailures(t *testing.T) {
 				if len(toks) != tc.wantTokens {
 					t.Errorf("tokens before the failure: got %d, want %d", len(toks), tc.wantTokens)
 				}
-				if tc.wantCode == thread.EModelTimeout {
+				if tc.wantCode == errcode.ModelTimeout {
 					if el := time.Since(start); el > 5*time.Second {
 						t.Errorf("elapsed: got %v, want about the 200ms timeout", el)
 					}
@@ -613,7 +614,7 @@ func TestProviderCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("error: got %v, want context.Canceled", err)
 			}
-			var me *thread.ModelError
+			var me *errcode.Error
 			if errors.As(err, &me) {
 				t.Fatalf("error: got model error %v, want the caller's cancellation", me)
 			}
@@ -660,8 +661,8 @@ func TestProviderUnreachable(t *testing.T) {
 	cfg := fmt.Sprintf(`{"models":[{"name":"m","provider":"openai","model":"x","base_url":%q,"api_key_env":"K"}]}`, url+"/v1")
 	r := newRegistry(t, map[string]string{"THREADLINE_MODELS_FILE": writeFile(t, cfg), "K": testKey})
 	_, _, err := collect(t, resolve(t, r, "m"), context.Background(), userReq("hi", 1))
-	var me *thread.ModelError
-	if !errors.As(err, &me) || me.Code != thread.EModelError || strings.Contains(me.Message, testKey) {
+	var me *errcode.Error
+	if !errors.As(err, &me) || me.Code != errcode.ModelError || strings.Contains(me.Message, testKey) {
 		t.Fatalf("error: got %v, want model_error without the key", err)
 	}
 }
@@ -675,8 +676,8 @@ func TestProviderEmptyStream(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, d, "empty")
 			toks, res, err := collect(t, resolve(t, f.registry(t, "5s", true), "m"), context.Background(), userReq("hi", 1))
-			var me *thread.ModelError
-			if len(toks) != 0 || (err != nil && (!errors.As(err, &me) || me.Code != thread.EModelError)) {
+			var me *errcode.Error
+			if len(toks) != 0 || (err != nil && (!errors.As(err, &me) || me.Code != errcode.ModelError)) {
 				t.Fatalf("got %q, %+v, %v, want no tokens and either success or model_error", toks, res, err)
 			}
 			t.Logf("result %+v, error %v", res, err)

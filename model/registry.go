@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Models = (*Registry)(nil)
@@ -183,7 +183,7 @@ type Registry struct {
 //	GOOGLE_API_KEY or GEMINI_API_KEY    googleai:<model>
 //	OLLAMA_HOST                          ollama:<model>
 //
-// It returns an invalid_request *checkpoint.Error for a malformed value,
+// It returns an invalid_request *errcode.Error for a malformed value,
 // file or default.
 func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if getenv == nil {
@@ -193,7 +193,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if v := strings.TrimSpace(getenv(EnvBuiltinTokens)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a whole number, got %q", EnvBuiltinTokens, v)
+			return nil, errcode.New(errcode.Invalid, "%s must be a whole number, got %q", EnvBuiltinTokens, v)
 		}
 		tokens = n
 	}
@@ -201,7 +201,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if v := strings.TrimSpace(getenv(EnvBuiltinDelay)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s must be a duration such as 20ms, got %q", EnvBuiltinDelay, v)
+			return nil, errcode.New(errcode.Invalid, "%s must be a duration such as 20ms, got %q", EnvBuiltinDelay, v)
 		}
 		delay = d
 	}
@@ -219,19 +219,19 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if path := strings.TrimSpace(getenv(EnvModelsFile)); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %v", EnvModelsFile, err)
+			return nil, errcode.New(errcode.Invalid, "%s: %v", EnvModelsFile, err)
 		}
 		fc, err := ParseFileConfig(data)
 		if err != nil {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: %s", EnvModelsFile, path, checkpoint.ErrorMessage(err))
+			return nil, errcode.New(errcode.Invalid, "%s %s: %s", EnvModelsFile, path, errcode.Message(err))
 		}
 		for _, mc := range fc.Models {
 			e, err := r.fileEntry(mc)
 			if err != nil {
-				return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: %s", EnvModelsFile, path, checkpoint.ErrorMessage(err))
+				return nil, errcode.New(errcode.Invalid, "%s %s: %s", EnvModelsFile, path, errcode.Message(err))
 			}
 			if _, dup := r.named[e.name]; dup {
-				return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s %s: model %q is defined twice (builtin is always defined)", EnvModelsFile, path, e.name)
+				return nil, errcode.New(errcode.Invalid, "%s %s: model %q is defined twice (builtin is always defined)", EnvModelsFile, path, e.name)
 			}
 			r.named[e.name] = e
 			r.order = append(r.order, e.name)
@@ -245,7 +245,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		}
 		e, err := r.lookup(name)
 		if err != nil {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %s", EnvModels, checkpoint.ErrorMessage(err))
+			return nil, errcode.New(errcode.Invalid, "%s: %s", EnvModels, errcode.Message(err))
 		}
 		r.listOnce(e.name)
 	}
@@ -256,7 +256,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		}
 		e, err := r.lookup(d.name)
 		if err != nil {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "%s: %s", d.from, checkpoint.ErrorMessage(err))
+			return nil, errcode.New(errcode.Invalid, "%s: %s", d.from, errcode.Message(err))
 		}
 		r.def = e.name
 		r.listOnce(e.name)
@@ -280,7 +280,7 @@ func ParseFileConfig(data []byte) (FileConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
-		return fc, checkpoint.Errorf(checkpoint.EInvalid, "not a models file: %v", err)
+		return fc, errcode.New(errcode.Invalid, "not a models file: %v", err)
 	}
 	return fc, nil
 }
@@ -289,16 +289,16 @@ func ParseFileConfig(data []byte) (FileConfig, error) {
 func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 	mc.Name = strings.TrimSpace(mc.Name)
 	if mc.Name == "" {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "a model has no name")
+		return nil, errcode.New(errcode.Invalid, "a model has no name")
 	}
 	if mc.Timeout < 0 || mc.Delay < 0 || mc.MaxTokens < 0 || (mc.ContextBudget != nil && *mc.ContextBudget < 0) {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: timeout, delay, max_tokens and context_budget must not be negative", mc.Name)
+		return nil, errcode.New(errcode.Invalid, "model %q: timeout, delay, max_tokens and context_budget must not be negative", mc.Name)
 	}
 	if mc.Provider == ProviderBuiltin {
 		tokens, delay := r.builtin.Tokens, time.Duration(mc.Delay)
 		if mc.Tokens != nil {
 			if *mc.Tokens < 0 {
-				return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: tokens must not be negative", mc.Name)
+				return nil, errcode.New(errcode.Invalid, "model %q: tokens must not be negative", mc.Name)
 			}
 			tokens = *mc.Tokens
 		}
@@ -309,18 +309,18 @@ func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 		return e, nil
 	}
 	if !knownProvider(mc.Provider) {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: provider %q is not one of builtin, %s", mc.Name, mc.Provider, strings.Join(providerOrder, ", "))
+		return nil, errcode.New(errcode.Invalid, "model %q: provider %q is not one of builtin, %s", mc.Name, mc.Provider, strings.Join(providerOrder, ", "))
 	}
 	if strings.TrimSpace(mc.Model) == "" {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: no model (the provider's model name)", mc.Name)
+		return nil, errcode.New(errcode.Invalid, "model %q: no model (the provider's model name)", mc.Name)
 	}
 	if mc.Tokens != nil || mc.Delay != 0 {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: tokens and delay are for builtin models only", mc.Name)
+		return nil, errcode.New(errcode.Invalid, "model %q: tokens and delay are for builtin models only", mc.Name)
 	}
 	if mc.BaseURL != "" {
 		u, err := url.Parse(mc.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, checkpoint.Errorf(checkpoint.EInvalid, "model %q: base_url %q is not an http(s) URL", mc.Name, mc.BaseURL)
+			return nil, errcode.New(errcode.Invalid, "model %q: base_url %q is not an http(s) URL", mc.Name, mc.BaseURL)
 		}
 	}
 	return r.providerEntry(mc.Name, mc), nil
@@ -460,7 +460,7 @@ func (r *Registry) unknown(name string) error {
 	for i, p := range providerOrder {
 		forms[i] = p + ":<model>"
 	}
-	return checkpoint.Errorf(checkpoint.EInvalid, "unknown model %q; models: %s; or %s",
+	return errcode.New(errcode.Invalid, "unknown model %q; models: %s; or %s",
 		name, strings.Join(r.order, ", "), strings.Join(forms, ", "))
 }
 
@@ -523,5 +523,5 @@ func (r *Registry) ContextBudget(name string) int {
 type notConfigured struct{ msg string }
 
 func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
-	return thread.ModelResult{}, &thread.ModelError{Code: thread.EModelNotConfigured, Message: n.msg}
+	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
 }

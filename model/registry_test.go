@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 func envFunc(vars map[string]string) func(string) string {
@@ -48,22 +48,22 @@ func TestRegistryEnvConventions(t *testing.T) {
 		vars       map[string]string
 		model      string
 		wantName   string
-		wantCode   string // model_not_configured, or "" for a configured model
-		wantVar    string // the variable the not-configured message names
+		wantCode   errcode.Code // model_not_configured, or "" for a configured model
+		wantVar    string       // the variable the not-configured message names
 		wantBudget int
 	}{
 		{"empty is builtin", nil, "", "builtin", "", "", 0},
 		{"builtin", nil, "builtin", "builtin", "", "", 0},
-		{"openai without key", nil, "openai:gpt-4o", "openai:gpt-4o", thread.EModelNotConfigured, "OPENAI_API_KEY", 400_000},
+		{"openai without key", nil, "openai:gpt-4o", "openai:gpt-4o", errcode.ModelNotConfigured, "OPENAI_API_KEY", 400_000},
 		{"openai with key", map[string]string{"OPENAI_API_KEY": "sk-x"}, "openai:gpt-4o", "openai:gpt-4o", "", "", 400_000},
 		{"openai-compatible path model", map[string]string{"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, "openai:meta-llama/Llama-3.1-8B-Instruct", "openai:meta-llama/Llama-3.1-8B-Instruct", "", "", 400_000},
-		{"anthropic without key", nil, "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5", thread.EModelNotConfigured, "ANTHROPIC_API_KEY", 400_000},
+		{"anthropic without key", nil, "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5", errcode.ModelNotConfigured, "ANTHROPIC_API_KEY", 400_000},
 		{"anthropic with key", map[string]string{"ANTHROPIC_API_KEY": "k"}, "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5", "", "", 400_000},
-		{"googleai without key", nil, "googleai:gemini-2.0-flash", "googleai:gemini-2.0-flash", thread.EModelNotConfigured, "GOOGLE_API_KEY (or GEMINI_API_KEY)", 400_000},
+		{"googleai without key", nil, "googleai:gemini-2.0-flash", "googleai:gemini-2.0-flash", errcode.ModelNotConfigured, "GOOGLE_API_KEY (or GEMINI_API_KEY)", 400_000},
 		{"googleai with GEMINI_API_KEY", map[string]string{"GEMINI_API_KEY": "k"}, "googleai:gemini-2.0-flash", "googleai:gemini-2.0-flash", "", "", 400_000},
-		{"ollama without host", nil, "ollama:llama3.2", "ollama:llama3.2", thread.EModelNotConfigured, "OLLAMA_HOST", 400_000},
+		{"ollama without host", nil, "ollama:llama3.2", "ollama:llama3.2", errcode.ModelNotConfigured, "OLLAMA_HOST", 400_000},
 		{"ollama with host", map[string]string{"OLLAMA_HOST": "127.0.0.1:11434"}, "ollama:llama3.2", "ollama:llama3.2", "", "", 400_000},
-		{"default from env", map[string]string{"THREADLINE_DEFAULT_MODEL": "openai:gpt-4o-mini"}, "", "openai:gpt-4o-mini", thread.EModelNotConfigured, "OPENAI_API_KEY", 400_000},
+		{"default from env", map[string]string{"THREADLINE_DEFAULT_MODEL": "openai:gpt-4o-mini"}, "", "openai:gpt-4o-mini", errcode.ModelNotConfigured, "OPENAI_API_KEY", 400_000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestRegistryEnvConventions(t *testing.T) {
 				}
 				return
 			}
-			var me *thread.ModelError
+			var me *errcode.Error
 			if err := streamErr(m); !errors.As(err, &me) || me.Code != tc.wantCode {
 				t.Fatalf("Stream: got %v, want code %s", err, tc.wantCode)
 			}
@@ -113,9 +113,9 @@ func TestRegistryUnknownNames(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, _, err := r.Resolve(name)
-			var ce *checkpoint.Error
-			if !errors.As(err, &ce) || ce.Code != checkpoint.EInvalid {
-				t.Fatalf("Resolve(%q): got %v, want an invalid_request *checkpoint.Error", name, err)
+			var ce *errcode.Error
+			if !errors.As(err, &ce) || ce.Code != errcode.Invalid {
+				t.Fatalf("Resolve(%q): got %v, want an invalid_request *errcode.Error", name, err)
 			}
 			if !strings.Contains(ce.Message, "unknown model") || !strings.Contains(ce.Message, "models: builtin, gpt") ||
 				!strings.Contains(ce.Message, "openai:<model>") {
@@ -168,8 +168,8 @@ func TestRegistryFileConfig(t *testing.T) {
 		}
 	}
 	m, _, _ := r.Resolve("gpt")
-	var me *thread.ModelError
-	if err := streamErr(m); !errors.As(err, &me) || me.Code != thread.EModelNotConfigured || me.Message != "set MY_OPENAI_KEY to use gpt" {
+	var me *errcode.Error
+	if err := streamErr(m); !errors.As(err, &me) || me.Code != errcode.ModelNotConfigured || me.Message != "set MY_OPENAI_KEY to use gpt" {
 		t.Fatalf("gpt without MY_OPENAI_KEY: got %v, want model_not_configured naming MY_OPENAI_KEY", err)
 	}
 	m, _, _ = r.Resolve("short")
@@ -273,8 +273,8 @@ func TestRegistryBadConfig(t *testing.T) {
 				vars["THREADLINE_MODELS_FILE"] = writeFile(t, tc.file)
 			}
 			_, err := model.NewRegistry(envFunc(vars))
-			var ce *checkpoint.Error
-			if !errors.As(err, &ce) || ce.Code != checkpoint.EInvalid || !strings.Contains(ce.Message, tc.wantMsg) {
+			var ce *errcode.Error
+			if !errors.As(err, &ce) || ce.Code != errcode.Invalid || !strings.Contains(ce.Message, tc.wantMsg) {
 				t.Fatalf("NewRegistry: got %v, want invalid_request containing %q", err, tc.wantMsg)
 			}
 		})

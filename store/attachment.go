@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Attachments = (*Store)(nil)
@@ -30,7 +31,7 @@ func (s *Store) AttachmentGet(ctx context.Context, caller string, id uuid.UUID) 
 	err := s.pool.QueryRow(ctx, `SELECT id, caller, name, content_type, size, data, created_at FROM attachments
 		WHERE id = $1 AND caller = $2`, id, caller).Scan(&f.ID, &f.Caller, &f.Name, &f.ContentType, &f.Size, &f.Data, &f.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, checkpoint.Errorf(checkpoint.ENotFound, "attachment %s not found", id)
+		return nil, errcode.New(errcode.NotFound, "attachment %s not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get attachment: %w", interpretError(err))

@@ -9,14 +9,13 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // errUnavailable is the database outage as callers see it: a 503 with
 // Retry-After at the HTTP edge. The pool reconnects by itself once the
 // database answers again.
-var errUnavailable = &checkpoint.Error{Code: "unavailable", Message: "the database is unavailable; retry shortly"}
+var errUnavailable = &errcode.Error{Code: errcode.Unavailable, Message: "the database is unavailable; retry shortly"}
 
 // isOutage reports whether err says the database cannot be reached or is
 // going away (refused or reset connections, admin or crash shutdown, a

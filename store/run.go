@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // The statements of a turn, prepared on every new connection (see hot).
@@ -60,7 +61,7 @@ func scanRun(row pgx.Row) (*thread.Run, error) {
 }
 
 func notFoundRun(id uuid.UUID) error {
-	return checkpoint.Errorf(checkpoint.ENotFound, "run %s not found", id)
+	return errcode.New(errcode.NotFound, "run %s not found", id)
 }
 
 // RunCreate starts a run and commits it; see thread.Store. The checks of
@@ -73,7 +74,7 @@ func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread
 		return nil, err
 	}
 	err := s.sendBatch(ctx, b, "start run")
-	if checkpoint.ErrorCode(err) == checkpoint.ERunInProgress && !errorNamesRun(err) {
+	if errcode.Of(err) == errcode.RunInProgress && !errorNamesRun(err) {
 		// The one-active-run index caught what the guard could not see:
 		// name the winner now that the batch's connection is back.
 		if a, aerr := s.RunActive(context.WithoutCancel(ctx), in.Thread); aerr == nil {
@@ -194,15 +195,15 @@ func execBatch(br pgx.BatchResults, n int, what string) error {
 
 // errorNamesRun reports whether a run_in_progress error names the run.
 func errorNamesRun(err error) bool {
-	var e *checkpoint.Error
-	return errors.As(err, &e) && e.Data["run_id"] != nil
+	e, ok := errcode.As(err)
+	return ok && e.RunID != uuid.Nil
 }
 
 // inProgress is the run_in_progress error naming the active run.
 func inProgress(runID, messageID uuid.UUID) error {
-	return &checkpoint.Error{Code: checkpoint.ERunInProgress,
+	return &errcode.Error{Code: errcode.RunInProgress,
 		Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", runID),
-		Data:    map[string]any{"run_id": runID, "message_id": messageID}}
+		RunID:   runID, MessageID: messageID}
 }
 
 func nilUUID(id uuid.UUID) *uuid.UUID {
@@ -245,7 +246,7 @@ func (s *Store) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.
 func (s *Store) RunByUserMessage(ctx context.Context, threadID, messageID uuid.UUID) (*thread.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE thread_id = $1 AND user_message_id = $2`, threadID, messageID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, checkpoint.Errorf(checkpoint.ENotFound, "no run appended message %s", messageID)
+		return nil, errcode.New(errcode.NotFound, "no run appended message %s", messageID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run by message: %w", interpretError(err))
@@ -257,7 +258,7 @@ func (s *Store) RunByUserMessage(ctx context.Context, threadID, messageID uuid.U
 func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE thread_id = $1 AND status = 'running'`, threadID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, checkpoint.Errorf(checkpoint.ENotFound, "no run in progress on thread %s", threadID)
+		return nil, errcode.New(errcode.NotFound, "no run in progress on thread %s", threadID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("active run: %w", interpretError(err))
@@ -628,7 +629,7 @@ func (s *Store) RunRequestCancel(ctx context.Context, runID uuid.UUID) error {
 		return fmt.Errorf("request cancel: %w", interpretError(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return checkpoint.Errorf(checkpoint.EConflict, "run %s is not running", runID)
+		return errcode.New(errcode.Conflict, "run %s is not running", runID)
 	}
 	return nil
 }
@@ -728,7 +729,7 @@ func appendSegment(b []byte, recs []thread.Record, compact bool, text string) ([
 			b = binary.AppendVarint(b, r.TreeSeq)
 		case thread.KindError:
 			b = append(b, recError)
-			b = appendString(b, r.Code)
+			b = appendString(b, string(r.Code))
 			b = appendString(b, r.Text)
 		default:
 			return nil, fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind)
@@ -807,7 +808,9 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 			r.TreeSeq = v
 		case recError:
 			r.Kind = thread.KindError
-			if r.Code, ok = readString(); ok {
+			var code string
+			if code, ok = readString(); ok {
+				r.Code = errcode.Code(code)
 				r.Text, ok = readString()
 			}
 		default:

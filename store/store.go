@@ -11,11 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Store = (*Store)(nil)
@@ -207,7 +208,7 @@ func interpretError(err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return checkpoint.ErrNotFound
+		return errcode.New(errcode.NotFound, "not found")
 	}
 	if isOutage(err) {
 		return fmt.Errorf("%w: %w", errUnavailable, err)
@@ -217,27 +218,29 @@ func interpretError(err error) error {
 		switch pe.Code {
 		case "23505": // unique_violation
 			if pe.ConstraintName == "runs_one_active" {
-				return &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: "a run is already in progress on this thread"}
+				return &errcode.Error{Code: errcode.RunInProgress, Message: "a run is already in progress on this thread"}
 			}
-			return &checkpoint.Error{Code: checkpoint.EConflict, Message: "already exists: " + pe.ConstraintName}
+			return &errcode.Error{Code: errcode.Conflict, Message: "already exists: " + pe.ConstraintName}
 		case "23503": // foreign_key_violation
 			if pe.ConstraintName == "checkpoints_thread_id_parent_id_fkey" {
-				return &checkpoint.Error{Code: checkpoint.EInvalidFork, Message: "parent is not a message of this thread"}
+				return &errcode.Error{Code: errcode.InvalidFork, Message: "parent is not a message of this thread"}
 			}
-			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: "the thread or run no longer exists"}
+			return &errcode.Error{Code: errcode.NotFound, Message: "the thread or run no longer exists"}
 		case "23514", "22P02", "22023", "22P05", "22021", "22003": // check_violation, invalid text, invalid parameter, untranslatable character, bad encoding, out of range
-			return &checkpoint.Error{Code: checkpoint.EInvalid, Message: pe.Message}
+			return &errcode.Error{Code: errcode.Invalid, Message: pe.Message}
 		// Raised by the run guard functions (migration 0003).
 		case "P0002":
-			return &checkpoint.Error{Code: checkpoint.ENotFound, Message: pe.Message}
+			return &errcode.Error{Code: errcode.NotFound, Message: pe.Message}
 		case "TL409":
-			e := &checkpoint.Error{Code: checkpoint.ERunInProgress, Message: pe.Message}
+			e := &errcode.Error{Code: errcode.RunInProgress, Message: pe.Message}
+			// The guard names the active run in DETAIL as "<run id> <message id>".
 			if run, msg, ok := strings.Cut(pe.Detail, " "); ok {
-				e.Data = map[string]any{"run_id": run, "message_id": msg}
+				e.RunID, _ = uuid.Parse(run)
+				e.MessageID, _ = uuid.Parse(msg)
 			}
 			return e
 		case "TL410", "TL412":
-			return &checkpoint.Error{Code: checkpoint.EConflict, Message: pe.Message}
+			return &errcode.Error{Code: errcode.Conflict, Message: pe.Message}
 		}
 	}
 	return err

@@ -20,6 +20,7 @@ import (
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 func setup(t testing.TB) (*store.Store, *pgxpool.Pool) {
@@ -453,7 +454,7 @@ func TestParentMustBeInSameThread(t *testing.T) {
 		t.Fatalf("cross-thread parent by raw SQL: got %v, want a foreign key violation", err)
 	}
 	err = s.CheckpointAppend(ctx, b.ID, &checkpoint.Node{ID: uuid.New(), ParentID: inA[0].ID, Role: checkpoint.RoleAssistant})
-	if checkpoint.ErrorCode(err) != checkpoint.EInvalidFork {
+	if errcode.Of(err) != errcode.InvalidFork {
 		t.Fatalf("cross-thread parent through the store: got %v, want invalid_fork", err)
 	}
 }
@@ -463,14 +464,14 @@ func TestThreadsBelongToCallers(t *testing.T) {
 	s, _ := setup(t)
 	ctx := context.Background()
 	th := newThread(t, s, "alice")
-	if _, err := s.ThreadGet(ctx, "bob", th.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := s.ThreadGet(ctx, "bob", th.ID); errcode.Of(err) != errcode.NotFound {
 		t.Errorf("bob reads alice's thread: got %v, want not_found", err)
 	}
-	if err := s.ThreadDelete(ctx, "bob", th.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+	if err := s.ThreadDelete(ctx, "bob", th.ID); errcode.Of(err) != errcode.NotFound {
 		t.Errorf("bob deletes alice's thread: got %v, want not_found", err)
 	}
 	_, _, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: "bob", CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt})
-	if checkpoint.ErrorCode(err) != checkpoint.EConflict {
+	if errcode.Of(err) != errcode.Conflict {
 		t.Errorf("bob creates alice's thread id: got %v, want conflict", err)
 	}
 	got, created, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: "alice", CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt})
@@ -564,10 +565,10 @@ func TestOneRunAtATime(t *testing.T) {
 	wg.Wait()
 	won := 0
 	for _, err := range errs {
-		switch code := checkpoint.ErrorCode(err); {
+		switch code := errcode.Of(err); {
 		case err == nil:
 			won++
-		case code == checkpoint.ERunInProgress, code == checkpoint.EConflict:
+		case code == errcode.RunInProgress, code == errcode.Conflict:
 		default:
 			t.Errorf("racing RunCreate: got %v, want run_in_progress or conflict", err)
 		}
@@ -628,7 +629,7 @@ func TestRunLogCompacts(t *testing.T) {
 	if err != nil || got.Status != thread.RunFailed || got.LastSequence != 43 || got.Error == nil || got.Error.Code != "model_error" {
 		t.Fatalf("RunGet: got %+v (%v)", got, err)
 	}
-	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all}); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all}); errcode.Of(err) != errcode.Conflict {
 		t.Fatalf("second RunFinish: got %v, want conflict", err)
 	}
 }
@@ -784,12 +785,12 @@ func TestRunCreateGuards(t *testing.T) {
 	th := newThread(t, s, "alice")
 	stale := *th
 	chain(t, s, th.ID, uuid.Nil, 1) // the thread grows behind stale's back
-	if _, err := startRun(t, s, &stale, uuid.Nil); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+	if _, err := startRun(t, s, &stale, uuid.Nil); errcode.Of(err) != errcode.Conflict {
 		t.Fatalf("RunCreate on a stale tree: got %v, want conflict", err)
 	}
 	foreign := *th
 	foreign.Caller, foreign.LastSeq = "mallory", 1
-	if _, err := startRun(t, s, &foreign, uuid.Nil); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+	if _, err := startRun(t, s, &foreign, uuid.Nil); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("RunCreate on another caller's thread: got %v, want not_found", err)
 	}
 	fresh := *th
@@ -798,9 +799,9 @@ func TestRunCreateGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e *checkpoint.Error
+	var e *errcode.Error
 	_, err = startRun(t, s, &fresh, uuid.Nil)
-	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress || fmt.Sprint(e.Data["run_id"]) != r.ID.String() {
+	if !errors.As(err, &e) || e.Code != errcode.RunInProgress || e.RunID != r.ID {
 		t.Fatalf("second RunCreate: got %v (data %v), want run_in_progress naming %s", err, e, r.ID)
 	}
 	// Nothing of the refused runs was written.
@@ -934,18 +935,18 @@ func TestRunWriteGuards(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		in   thread.RunCreate
-		want string
+		want errcode.Code
 	}{
-		{"reused message id", in(nodes[0].ID, nodes[1].ID), checkpoint.EConflict},
-		{"parent elsewhere", in(uuid.New(), uuid.New()), checkpoint.EInvalidFork},
+		{"reused message id", in(nodes[0].ID, nodes[1].ID), errcode.Conflict},
+		{"parent elsewhere", in(uuid.New(), uuid.New()), errcode.InvalidFork},
 	} {
-		if _, err := s.RunCreate(ctx, c.in, thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3}); checkpoint.ErrorCode(err) != c.want {
+		if _, err := s.RunCreate(ctx, c.in, thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3}); errcode.Of(err) != c.want {
 			t.Errorf("%s: RunCreate: got %v, want %s", c.name, err, c.want)
 		}
 		fin := thread.RunFinish{Run: &c.in.Run, Status: thread.RunSucceeded, Model: "builtin",
 			Assistant: checkpoint.Node{ID: c.in.Run.MessageID, ThreadID: th.ID, ParentID: c.in.Run.ParentID, Seq: 4, Role: checkpoint.RoleAssistant, Content: text(""), CreatedAt: now},
 			Records:   []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 4}}}
-		if err := s.RunComplete(ctx, c.in, fin); checkpoint.ErrorCode(err) != c.want {
+		if err := s.RunComplete(ctx, c.in, fin); errcode.Of(err) != c.want {
 			t.Errorf("%s: RunComplete: got %v, want %s", c.name, err, c.want)
 		}
 	}
@@ -1003,7 +1004,7 @@ func TestRunCreatesThread(t *testing.T) {
 	mallory := &thread.Thread{ID: th.ID, Caller: "mallory", LastSeq: 0, CreatedAt: now, UpdatedAt: now}
 	in, fin = benchTurn(mallory, uuid.Nil)
 	in.Create = mallory
-	if err := s.RunComplete(ctx, in, fin); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+	if err := s.RunComplete(ctx, in, fin); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("RunComplete on another caller's id: got %v, want not_found", err)
 	}
 	var n int
@@ -1056,11 +1057,11 @@ func TestRunCreateAll(t *testing.T) {
 	bad.Run.TreeSeq, bad.User = 7, &checkpoint.Node{ID: uuid.New(), ThreadID: bad.Thread, Role: checkpoint.RoleUser, Content: text("x"), Seq: 7}
 	bad.Run.ID, bad.Run.UserMessageID, bad.Run.ParentID = uuid.New(), bad.User.ID, bad.User.ID
 	err := s.RunCreateAll(ctx, []thread.RunCreate{ins[0], bad, ins[2]}, firsts)
-	if checkpoint.ErrorCode(err) != checkpoint.EConflict {
+	if errcode.Of(err) != errcode.Conflict {
 		t.Fatalf("RunCreateAll with a stale start: got %v, want conflict", err)
 	}
 	for _, in := range []thread.RunCreate{ins[0], ins[2]} {
-		if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+		if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); errcode.Of(err) != errcode.NotFound {
 			t.Fatalf("run of a refused batch: got %v, want not_found", err)
 		}
 	}
@@ -1088,18 +1089,18 @@ func TestRunCreateAllRefusals(t *testing.T) {
 	tests := []struct {
 		name string
 		bad  func() thread.RunCreate
-		want string // the code the start gets alone
+		want errcode.Code // the code the start gets alone
 	}{
 		{"another caller's thread", func() thread.RunCreate {
 			in, _ := start()
 			in.Caller = "mallory"
 			return in
-		}, checkpoint.ENotFound},
+		}, errcode.NotFound},
 		{"unknown thread", func() thread.RunCreate {
 			in, _ := start()
 			in.Thread, in.Run.ThreadID, in.User.ThreadID = uuid.New(), in.Thread, in.Thread
 			return in
-		}, checkpoint.ENotFound},
+		}, errcode.NotFound},
 		{"a run in progress", func() thread.RunCreate {
 			in, first := start()
 			if _, err := s.RunCreate(ctx, in, first); err != nil {
@@ -1110,12 +1111,12 @@ func TestRunCreateAllRefusals(t *testing.T) {
 			again.User = &checkpoint.Node{ID: uuid.New(), ThreadID: in.Thread, Role: checkpoint.RoleUser, Content: text("again"), Seq: 1}
 			again.Run.UserMessageID, again.Run.ParentID = again.User.ID, again.User.ID
 			return again
-		}, checkpoint.ERunInProgress},
+		}, errcode.RunInProgress},
 		{"a stale end", func() thread.RunCreate {
 			in, _ := start()
 			in.Run.TreeSeq, in.User.Seq = 7, 7
 			return in
-		}, checkpoint.EConflict},
+		}, errcode.Conflict},
 		{"a message id the thread has", func() thread.RunCreate {
 			in, _ := start()
 			old := &checkpoint.Node{ID: uuid.New(), Role: checkpoint.RoleUser, Content: text("old")}
@@ -1125,12 +1126,12 @@ func TestRunCreateAllRefusals(t *testing.T) {
 			in.User.ID, in.Run.UserMessageID, in.Run.ParentID = old.ID, old.ID, old.ID
 			in.Run.TreeSeq, in.User.Seq = 2, 2
 			return in
-		}, checkpoint.EConflict},
+		}, errcode.Conflict},
 		{"a parent outside the thread", func() thread.RunCreate {
 			in, _ := start()
 			in.User.ParentID = uuid.New()
 			return in
-		}, checkpoint.EInvalidFork},
+		}, errcode.InvalidFork},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1142,11 +1143,11 @@ func TestRunCreateAllRefusals(t *testing.T) {
 				t.Fatalf("RunCreateAll with %s: got nil, want an error", tc.name)
 			}
 			for _, in := range []thread.RunCreate{in0, bad, in2} {
-				if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+				if _, err := s.RunGet(ctx, in.Thread, in.Run.ID); errcode.Of(err) != errcode.NotFound {
 					t.Errorf("run of the refused batch: got %v, want not_found", err)
 				}
 			}
-			if _, err := s.RunCreate(ctx, bad, f1); checkpoint.ErrorCode(err) != tc.want {
+			if _, err := s.RunCreate(ctx, bad, f1); errcode.Of(err) != tc.want {
 				t.Errorf("the start alone: got %v, want %s", err, tc.want)
 			}
 			if err := s.RunCreateAll(ctx, []thread.RunCreate{in0, in2}, []thread.Record{f0, f2}); err != nil {
@@ -1267,7 +1268,7 @@ func TestRunFinishAll(t *testing.T) {
 	if err := s.RunFinish(ctx, fins[1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RunFinishAll(ctx, fins); checkpoint.ErrorCode(err) != checkpoint.EConflict {
+	if err := s.RunFinishAll(ctx, fins); errcode.Of(err) != errcode.Conflict {
 		t.Fatalf("RunFinishAll with an ended run: got %v, want conflict", err)
 	}
 	for _, i := range []int{0, 2} {
@@ -1438,7 +1439,7 @@ func TestThreadRead(t *testing.T) {
 	if err != nil || got.LastSeq != 5 || len(cps) != 1 || cps[0].ID != in.User.ID || run == nil || run.ID != in.Run.ID || run.Status != thread.RunRunning {
 		t.Fatalf("ThreadRead with a run: thread %+v, checkpoints %v, run %+v (%v); want the user message and the running run", got, cps, run, err)
 	}
-	if got, cps, run, err := s.ThreadRead(ctx, "mallory", th.ID, 0); !errors.Is(err, checkpoint.ErrNotFound) || got != nil || cps != nil || run != nil {
+	if got, cps, run, err := s.ThreadRead(ctx, "mallory", th.ID, 0); errcode.Of(err) != errcode.NotFound || got != nil || cps != nil || run != nil {
 		t.Fatalf("ThreadRead by another caller: %v, %v, %v (%v); want not_found and nothing", got, cps, run, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 const threadCols = `id, caller, title, metadata, coalesce(head_id, '00000000-0000-0000-0000-000000000000'), last_seq, created_at, updated_at`
@@ -25,7 +26,7 @@ func scanThread(row pgx.Row) (*thread.Thread, error) {
 }
 
 func notFoundThread(id uuid.UUID) error {
-	return checkpoint.Errorf(checkpoint.ENotFound, "thread %s not found", id)
+	return errcode.New(errcode.NotFound, "thread %s not found", id)
 }
 
 // ThreadCreate inserts t; see thread.Store.
@@ -47,7 +48,7 @@ func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thr
 		return nil, false, fmt.Errorf("create thread: %w", err)
 	}
 	if existing.Caller != t.Caller {
-		return nil, false, checkpoint.Errorf(checkpoint.EConflict, "thread id %s is taken", t.ID)
+		return nil, false, errcode.New(errcode.Conflict, "thread id %s is taken", t.ID)
 	}
 	return existing, false, nil
 }

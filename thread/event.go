@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Event is one NDJSON stream event of a run.
@@ -13,10 +14,10 @@ type Event struct {
 	Type      string
 	RunID     uuid.UUID
 	Sequence  int64
-	MessageID uuid.UUID // token
-	Text      string    // token text or error message
-	Code      string    // error code
-	Snapshot  *Snapshot // snapshot
+	MessageID uuid.UUID    // token
+	Text      string       // token text or error message
+	Code      errcode.Code // error code
+	Snapshot  *Snapshot    // snapshot
 }
 
 // Final reports whether the event is the last one of its run.
@@ -73,11 +74,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Text})
 	case KindError:
 		return json.Marshal(struct {
-			Type     string    `json:"type"`
-			RunID    uuid.UUID `json:"run_id"`
-			Sequence int64     `json:"sequence"`
-			Error    string    `json:"error"`
-			Code     string    `json:"code"`
+			Type     string       `json:"type"`
+			RunID    uuid.UUID    `json:"run_id"`
+			Sequence int64        `json:"sequence"`
+			Error    string       `json:"error"`
+			Code     errcode.Code `json:"code"`
 		}{e.Type, e.RunID, e.Sequence, e.Text, e.Code})
 	}
 	// A snapshot holds the whole tree: written by hand, byte for byte what

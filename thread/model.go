@@ -6,14 +6,6 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 )
 
-// Model error codes, sent to clients in the stream's error event.
-const (
-	EModelNotConfigured = "model_not_configured"
-	EModelAuth          = "model_auth"
-	EModelTimeout       = "model_timeout"
-	EModelError         = "model_error"
-)
-
 // ModelMessage is one message the model sees.
 type ModelMessage struct {
 	Role checkpoint.Role
@@ -46,20 +38,13 @@ type ModelResult struct {
 }
 
 // Model streams one reply. Implementations call onToken for every token in
-// order and stop when ctx is done. An error is returned as a *ModelError so
-// the run can report its code; onToken's own error is returned as is.
+// order and stop when ctx is done. A model failure is returned as an
+// *errcode.Error with a model code (errcode.ModelError, ModelTimeout,
+// ModelAuth, ModelNotConfigured) so the run can report it; onToken's own
+// error is returned as is.
 type Model interface {
 	Stream(ctx context.Context, req ModelRequest, onToken func(text string) error) (ModelResult, error)
 }
-
-// ModelError is a model failure with one of the EModel* codes. Message is
-// safe to show: secrets are redacted.
-type ModelError struct {
-	Code    string
-	Message string
-}
-
-func (e *ModelError) Error() string { return e.Code + ": " + e.Message }
 
 // ModelInfo describes a model a client may pick.
 type ModelInfo struct {
@@ -74,7 +59,7 @@ type ModelInfo struct {
 type Models interface {
 	// Resolve returns the model for name ("" means the default) and its
 	// canonical name. An unknown name returns an invalid_request
-	// *checkpoint.Error listing the names that exist. A known model whose key
+	// *errcode.Error listing the names that exist. A known model whose key
 	// is missing resolves to a Model whose Stream fails with
 	// model_not_configured, so the failure reaches the client as an event.
 	Resolve(name string) (Model, string, error)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // UserMessage is the message a run appends.
@@ -37,27 +38,27 @@ func (r *RunRequest) Validate() error {
 	switch r.OnDisconnect {
 	case "", "continue", "cancel":
 	default:
-		return checkpoint.Errorf(checkpoint.EInvalid, "on_disconnect must be \"continue\" or \"cancel\", got %q", r.OnDisconnect)
+		return errcode.New(errcode.Invalid, "on_disconnect must be \"continue\" or \"cancel\", got %q", r.OnDisconnect)
 	}
 	if r.Config.Temperature != nil && (*r.Config.Temperature < 0 || *r.Config.Temperature > 2) {
-		return checkpoint.Errorf(checkpoint.EInvalid, "run_config.temperature must be between 0 and 2")
+		return errcode.New(errcode.Invalid, "run_config.temperature must be between 0 and 2")
 	}
 	if m := r.Message; m != nil {
 		if len(m.Content) == 0 && len(m.AttachmentIDs) == 0 {
-			return checkpoint.Errorf(checkpoint.EInvalid, "message.content must not be empty")
+			return errcode.New(errcode.Invalid, "message.content must not be empty")
 		}
 		for i, p := range m.Content {
 			switch p.Type {
 			case "text":
 				if !utf8.ValidString(p.Text) {
-					return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].text is not valid UTF-8", i)
+					return errcode.New(errcode.Invalid, "message.content[%d].text is not valid UTF-8", i)
 				}
 			case "image":
 				if p.Image == "" {
-					return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].image must not be empty", i)
+					return errcode.New(errcode.Invalid, "message.content[%d].image must not be empty", i)
 				}
 			default:
-				return checkpoint.Errorf(checkpoint.EInvalid, "message.content[%d].type must be \"text\" or \"image\", got %q", i, p.Type)
+				return errcode.New(errcode.Invalid, "message.content[%d].type must be \"text\" or \"image\", got %q", i, p.Type)
 			}
 		}
 	}
@@ -65,10 +66,10 @@ func (r *RunRequest) Validate() error {
 }
 
 // errUnsaved is StartRun's error when the run could not be written.
-var errUnsaved = &checkpoint.Error{Code: "unavailable", Message: "the run could not be saved; retry the request with the same message id"}
+var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run could not be saved; retry the request with the same message id"}
 
 // ErrShuttingDown is returned by StartRun while the service drains.
-var ErrShuttingDown = &checkpoint.Error{Code: "unavailable", Message: "the service is shutting down; retry on another instance"}
+var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
 
 // activeRun is a run this process owns.
 type activeRun struct {
@@ -125,11 +126,11 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 			if ar.user.ParentID == req.ParentID && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
 				return ar.run, true, nil
 			}
-			return nil, false, checkpoint.Errorf(checkpoint.EConflict, "message id %s already exists with other content or parent", m.ID)
+			return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
 		}
-		return nil, false, &checkpoint.Error{Code: checkpoint.ERunInProgress,
+		return nil, false, &errcode.Error{Code: errcode.RunInProgress,
 			Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.run.ID),
-			Data:    map[string]any{"run_id": ar.run.ID, "message_id": ar.run.MessageID}}
+			RunID:   ar.run.ID, MessageID: ar.run.MessageID}
 	}
 	if th, tree := s.cached(caller, threadID); tree != nil {
 		// The cached tree saves reading the thread; the start's guard
@@ -138,7 +139,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		// process appended, or deleted the thread), so it is retried
 		// from the database.
 		run, existing, err := s.startRun(ctx, caller, th, tree, req, model, modelName, false)
-		if err == nil || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress {
+		if err == nil || errcode.Of(err) == errcode.RunInProgress {
 			return run, existing, err
 		}
 		s.forget(threadID)
@@ -149,11 +150,11 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		// it is taken as a new thread's first message without reading
 		// the thread first. The guard refuses it if the thread exists
 		// and has messages, and then it goes the long way below.
-		err = checkpoint.ErrNotFound
+		err = errcode.New(errcode.NotFound, "not found")
 	} else {
 		th, err = s.store.ThreadGet(ctx, caller, threadID)
 	}
-	if errors.Is(err, checkpoint.ErrNotFound) {
+	if errcode.Of(err) == errcode.NotFound {
 		// A new thread: the run's first write creates it. If that is
 		// refused (the id was taken meanwhile, by this caller or another),
 		// the thread is read again below.
@@ -164,7 +165,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 			s.own(th)
 			return run, existing, nil
 		}
-		if code := checkpoint.ErrorCode(cerr); code == checkpoint.ERunInProgress || code == "unavailable" || code == checkpoint.EInvalid {
+		if code := errcode.Of(cerr); code == errcode.RunInProgress || code == errcode.Unavailable || code == errcode.Invalid {
 			return nil, false, cerr
 		}
 		th, err = s.store.ThreadGet(ctx, caller, threadID)
@@ -244,7 +245,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	}
 	started := s.launch(th, user, created, tree, model, mreq, in)
 	if err := <-started; err != nil {
-		if user != nil && req.Message.ID != uuid.Nil && (errors.Is(err, checkpoint.ErrConflict) || checkpoint.ErrorCode(err) == checkpoint.ERunInProgress) {
+		if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
 			// A concurrent retry with the same message id won the race.
 			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
 				if t2, err2 := s.tree(ctx, th2); err2 == nil {
@@ -254,7 +255,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 				}
 			}
 		}
-		var coded *checkpoint.Error
+		var coded *errcode.Error
 		if !errors.As(err, &coded) {
 			// The cause stays in the chain for the log, out of the
 			// caller's message.
@@ -292,7 +293,7 @@ func (s *Service) retried(ctx context.Context, th *Thread, prev *checkpoint.Node
 	same := prev.Role == checkpoint.RoleUser && prev.ParentID == req.ParentID &&
 		string(checkpoint.MarshalParts(prev.Content)) == string(checkpoint.MarshalParts(req.Message.Content))
 	if !same {
-		return nil, false, checkpoint.Errorf(checkpoint.EConflict, "message id %s already exists with other content or parent", prev.ID)
+		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", prev.ID)
 	}
 	r, err := s.store.RunByUserMessage(ctx, th.ID, prev.ID)
 	if err != nil {
@@ -306,7 +307,7 @@ func (s *Service) attachments(ctx context.Context, caller string, ids []uuid.UUI
 		return nil, nil
 	}
 	if s.atts == nil {
-		return nil, checkpoint.Errorf(checkpoint.EInvalid, "attachments are not enabled")
+		return nil, errcode.New(errcode.Invalid, "attachments are not enabled")
 	}
 	out := make([]checkpoint.Attachment, 0, len(ids))
 	for _, id := range ids {
@@ -401,7 +402,7 @@ func (s *Service) inlineAttachments(ctx context.Context, caller string, m *Model
 type failingModel struct{ err error }
 
 func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) (ModelResult, error) {
-	return ModelResult{}, &ModelError{Code: EModelError, Message: checkpoint.ErrorMessage(f.err)}
+	return ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: errcode.Message(f.err)}
 }
 
 // launch starts the run loop in the background. The returned channel
@@ -529,14 +530,14 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 
 	status, st := RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}
 	var runErr *RunError
-	var me *ModelError
+	me, coded := errcode.As(err)
 	switch {
 	case ar.ctx.Err() != nil && ar.reason() != "":
 		status, st = RunCancelled, &checkpoint.Status{Type: "incomplete", Reason: "cancelled"}
-	case errors.As(err, &me):
+	case coded && me.Code.IsModel():
 		status, runErr = RunFailed, &RunError{Code: me.Code, Message: me.Message}
 	case err != nil:
-		status, runErr = RunFailed, &RunError{Code: EModelError, Message: err.Error()}
+		status, runErr = RunFailed, &RunError{Code: errcode.ModelError, Message: err.Error()}
 	case res.StopReason == "length":
 		st = &checkpoint.Status{Type: "incomplete", Reason: "length"}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Config tunes a Service. Zero values take the defaults in parentheses.
@@ -118,8 +118,8 @@ func (s *Service) CreateThread(ctx context.Context, caller string, id uuid.UUID,
 	now := s.now()
 	t := &Thread{ID: id, Caller: caller, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
 	th, created, err := s.store.ThreadCreate(ctx, t)
-	if errors.Is(err, checkpoint.ErrConflict) {
-		return nil, false, checkpoint.Errorf(checkpoint.ENotFound, "thread %s not found", id)
+	if errcode.Of(err) == errcode.Conflict {
+		return nil, false, errcode.New(errcode.NotFound, "thread %s not found", id)
 	}
 	return th, created, err
 }
@@ -137,7 +137,7 @@ func (s *Service) ListThreads(ctx context.Context, caller string, limit int, cur
 		limit = 20
 	}
 	if limit > 100 {
-		return nil, "", checkpoint.Errorf(checkpoint.EInvalid, "limit must be between 1 and 100, got %d", limit)
+		return nil, "", errcode.New(errcode.Invalid, "limit must be between 1 and 100, got %d", limit)
 	}
 	var after *ThreadCursor
 	if cursor != "" {
@@ -165,7 +165,7 @@ func encodeCursor(c ThreadCursor) string {
 }
 
 func decodeCursor(s string) (*ThreadCursor, error) {
-	bad := checkpoint.Errorf(checkpoint.EInvalid, "cursor %q is not a cursor this service returned", s)
+	bad := errcode.New(errcode.Invalid, "cursor %q is not a cursor this service returned", s)
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad
@@ -349,7 +349,7 @@ func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid
 		return err
 	}
 	if t.Get(messageID) == nil && (r == nil || r.MessageID != messageID) {
-		return checkpoint.Errorf(checkpoint.ENotFound, "message %s not found in thread %s", messageID, id)
+		return errcode.New(errcode.NotFound, "message %s not found in thread %s", messageID, id)
 	}
 	return s.store.ThreadSetHead(ctx, caller, id, messageID)
 }
@@ -492,7 +492,7 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 	if s.cancelLocal(runID, RunCancelled) {
 		return nil
 	}
-	if err := s.store.RunRequestCancel(ctx, runID); err != nil && !errors.Is(err, checkpoint.ErrConflict) {
+	if err := s.store.RunRequestCancel(ctx, runID); err != nil && errcode.Of(err) != errcode.Conflict {
 		return err
 	}
 	return nil

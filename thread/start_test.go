@@ -16,6 +16,7 @@ import (
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // countingStore counts how a run's start and end reach the database, and
@@ -286,12 +287,12 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 		first <- result{r, err}
 	}()
 	<-g.started // the first model runs; nothing of its run is written
-	if th, err := cs.Store.ThreadGet(ctx, "local", tid); !errors.Is(err, checkpoint.ErrNotFound) {
+	if th, err := cs.Store.ThreadGet(ctx, "local", tid); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("thread while the first run lingers: got %+v (%v), want not_found (its run's write creates it)", th, err)
 	}
 	_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again")})
-	var e *checkpoint.Error
-	if !errors.As(err, &e) || e.Code != checkpoint.ERunInProgress {
+	var e *errcode.Error
+	if !errors.As(err, &e) || e.Code != errcode.RunInProgress {
 		t.Fatalf("second StartRun: got %v, want run_in_progress", err)
 	}
 	close(g.release)
@@ -299,8 +300,8 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if fmt.Sprint(e.Data["run_id"]) != res.r.ID.String() {
-		t.Fatalf("second StartRun named run %v, want %s", e.Data["run_id"], res.r.ID)
+	if e.RunID != res.r.ID {
+		t.Fatalf("second StartRun named run %v, want %s", e.RunID, res.r.ID)
 	}
 	if evs, err := follow(t, svc, res.r); err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestUnsavedStartIsAnError(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-			if checkpoint.ErrorCode(err) != "unavailable" {
+			if errcode.Of(err) != errcode.Unavailable {
 				t.Fatalf("StartRun: got %v, want unavailable", err)
 			}
 			if th, err := cs.Store.ThreadGet(ctx, "local", tid); err != nil || th.LastSeq != 0 {
@@ -390,7 +391,7 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	if got := len(s5.View().Children(leaf(s2).ID)); got != 2 {
 		t.Fatalf("branches under the second reply: got %d, want 2", got)
 	}
-	if _, _, err := a.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("x"), ParentID: leaf(s5).ID}); checkpoint.ErrorCode(err) != checkpoint.ENotFound {
+	if _, _, err := a.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("x"), ParentID: leaf(s5).ID}); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("another caller's run on a cached thread: got %v, want not_found (the thread is not theirs)", err)
 	}
 	// Deleted and recreated elsewhere: a's cache is wrong about every node.
@@ -441,7 +442,7 @@ func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
 			switch {
 			case saved && (err != nil || th.LastSeq != 2 || th.Title == nil || *th.Title != "hello there"):
 				t.Fatalf("thread after its first run: got %+v (%v), want 2 messages, titled %q", th, err, "hello there")
-			case !saved && !errors.Is(err, checkpoint.ErrNotFound):
+			case !saved && errcode.Of(err) != errcode.NotFound:
 				t.Fatalf("thread after an unsaved first run: got %+v (%v), want not_found", th, err)
 			}
 			cs.mu.Lock()
@@ -459,7 +460,7 @@ func TestNewThreadIsCreatedByItsFirstRun(t *testing.T) {
 				return
 			}
 			_, _, err = svc.StartRun(ctx, "mallory", tid, thread.RunRequest{Message: msg("mine")})
-			if !errors.Is(err, checkpoint.ErrNotFound) {
+			if errcode.Of(err) != errcode.NotFound {
 				t.Fatalf("another caller's run on the id: got %v, want not_found", err)
 			}
 		})
@@ -939,7 +940,7 @@ func TestSnapshotIsOneRead(t *testing.T) {
 			t.Fatalf("%s snapshot: %d messages, last reply there %v, active run %v; want 4, true, none", state, snap.Tree.Len(), snap.Tree.Get(parent) != nil, snap.ActiveRun)
 		}
 	}
-	if _, err := b.Snapshot(ctx, "mallory", tid); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := b.Snapshot(ctx, "mallory", tid); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("another caller's snapshot: got %v, want not_found", err)
 	}
 }
@@ -968,10 +969,10 @@ func TestLocalRunFoundInMemory(t *testing.T) {
 	if tg, rg := reads(); tg != 0 || rg != 0 {
 		t.Errorf("GetRun of a local running run: %d thread reads and %d run reads, want none", tg, rg)
 	}
-	if _, err := svc.FindRun(ctx, "mallory", tid, r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := svc.FindRun(ctx, "mallory", tid, r.ID); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("FindRun by another caller: got %v, want not_found", err)
 	}
-	if _, err := svc.FindRun(ctx, "local", uuid.New(), r.ID); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := svc.FindRun(ctx, "local", uuid.New(), r.ID); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("FindRun under another thread: got %v, want not_found", err)
 	}
 	reads()
@@ -1024,7 +1025,7 @@ func TestSetHeadOnRunningReply(t *testing.T) {
 		caller string
 		msg    uuid.UUID
 	}{{"local", uuid.New()}, {"mallory", r.MessageID}} {
-		if err := svc.SetHead(ctx, c.caller, tid, c.msg); !errors.Is(err, checkpoint.ErrNotFound) {
+		if err := svc.SetHead(ctx, c.caller, tid, c.msg); errcode.Of(err) != errcode.NotFound {
 			t.Errorf("head %s by %s: got %v, want not_found", c.msg, c.caller, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Thread is one conversation. Its row is mutable (title, metadata, head);
@@ -80,8 +81,8 @@ type Usage struct {
 
 // RunError is why a run failed.
 type RunError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
 }
 
 // Run is one model invocation on a thread.
@@ -154,10 +155,10 @@ const (
 type Record struct {
 	Seq     int64
 	Kind    string
-	Text    string    // token text, or error message
-	Code    string    // error code
-	Status  RunStatus // snapshot
-	TreeSeq int64     // snapshot
+	Text    string       // token text, or error message
+	Code    errcode.Code // error code
+	Status  RunStatus    // snapshot
+	TreeSeq int64        // snapshot
 }
 
 // Segment is consecutive records of one run's log.
@@ -195,7 +196,7 @@ type RunFinish struct {
 }
 
 // Store persists threads, checkpoints, runs and run event logs. Every method
-// returns *checkpoint.Error values for domain failures: not_found for an
+// returns *errcode.Error values for domain failures: not_found for an
 // unknown or foreign thread, run or message; conflict for a reused id;
 // run_in_progress when a thread already has a running run. Other errors are
 // infrastructure failures.

@@ -14,6 +14,7 @@ import (
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Store = (*store.Store)(nil)
@@ -52,7 +53,7 @@ type models struct {
 
 func (m models) Resolve(name string) (thread.Model, string, error) {
 	if name != "" && name != "recorder" {
-		return nil, "", checkpoint.Errorf(checkpoint.EInvalid, "unknown model %q; models: recorder", name)
+		return nil, "", errcode.New(errcode.Invalid, "unknown model %q; models: recorder", name)
 	}
 	return m.m, "recorder", nil
 }

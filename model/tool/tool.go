@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Spec describes a tool, as GET /api/v1/tools lists it and as providers
@@ -99,7 +99,7 @@ func NewRegistry(timeout time.Duration) *Registry {
 	return &Registry{timeout: timeout, tools: map[string]Tool{}}
 }
 
-// Add registers tools. It returns an invalid_request *checkpoint.Error for
+// Add registers tools. It returns an invalid_request *errcode.Error for
 // a name providers refuse, a parameters value that is not a JSON object,
 // or a name already taken; nothing is added then.
 func (r *Registry) Add(tools ...Tool) error {
@@ -109,13 +109,13 @@ func (r *Registry) Add(tools ...Tool) error {
 	for _, t := range tools {
 		s := t.Spec()
 		if !ValidName(s.Name) {
-			return checkpoint.Errorf(checkpoint.EInvalid, "tool name %q: want 1 to 64 letters, digits, _ or -", s.Name)
+			return errcode.New(errcode.Invalid, "tool name %q: want 1 to 64 letters, digits, _ or -", s.Name)
 		}
 		if !isObject(s.Parameters) {
-			return checkpoint.Errorf(checkpoint.EInvalid, "tool %q: parameters must be a JSON Schema object", s.Name)
+			return errcode.New(errcode.Invalid, "tool %q: parameters must be a JSON Schema object", s.Name)
 		}
 		if _, ok := r.tools[s.Name]; ok || seen[s.Name] {
-			return checkpoint.Errorf(checkpoint.EInvalid, "tool %q is defined twice", s.Name)
+			return errcode.New(errcode.Invalid, "tool %q is defined twice", s.Name)
 		}
 		seen[s.Name] = true
 	}

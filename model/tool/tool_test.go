@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 func TestEvaluate(t *testing.T) {
@@ -215,7 +215,7 @@ func TestRegistryAddRefuses(t *testing.T) {
 		{"array parameters", fake{spec: tool.Spec{Name: "x", Parameters: json.RawMessage(`[]`)}}},
 	}
 	for _, tc := range tests {
-		if err := r.Add(tc.tool); checkpoint.ErrorCode(err) != checkpoint.EInvalid {
+		if err := r.Add(tc.tool); errcode.Of(err) != errcode.Invalid {
 			t.Errorf("%s: Add got %v, want invalid_request", tc.name, err)
 		}
 	}

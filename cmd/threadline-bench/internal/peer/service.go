@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // benchModels is the model registry of the bench: the built-in model with
@@ -32,7 +32,7 @@ func (m benchModels) Resolve(name string) (thread.Model, string, error) {
 	case bigModelName:
 		return m.big, bigModelName, nil
 	}
-	return nil, "", checkpoint.Errorf(checkpoint.EInvalid, "unknown model %q", name)
+	return nil, "", errcode.New(errcode.Invalid, "unknown model %q", name)
 }
 
 func (m benchModels) List() []thread.ModelInfo {

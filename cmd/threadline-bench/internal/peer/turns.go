@@ -71,7 +71,7 @@ func (b *peerBench) runInProc(ctx context.Context, threadID uuid.UUID, req threa
 				res.first = ev.Snapshot
 			}
 		case thread.KindError:
-			errText = ev.Code + ": " + ev.Text
+			errText = string(ev.Code) + ": " + ev.Text
 		}
 		return nil
 	})
