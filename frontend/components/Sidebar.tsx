@@ -2,106 +2,53 @@
 
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
-import { useCallback, useEffect, useRef, useState, type FC } from "react";
-import { ApiError, THREADS_CHANGED, deleteThread, listThreads, renameThread } from "@/lib/api";
+import { useEffect, useRef, useState, useSyncExternalStore, type FC } from "react";
+import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api";
+import { ThreadListStore } from "@/lib/threadList";
 import type { ThreadSummary } from "@/lib/types";
-
-const PAGE = 20;
 
 export const Sidebar: FC = () => {
   const pathname = usePathname();
   const router = useRouter();
   const currentId = pathname?.startsWith("/chat/") ? decodeURIComponent(pathname.slice("/chat/".length)) : null;
 
-  const [threads, setThreads] = useState<ThreadSummary[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [store] = useState(() => new ThreadListStore());
+  const { threads, cursor, loading, loaded, error } = useSyncExternalStore(store.subscribe, store.getState, store.getState);
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState("");
-  const pagesLoaded = useRef(1);
-  const request = useRef(0);
-
-  /** Reloads as many pages as are shown. */
-  const refresh = useCallback(async () => {
-    const req = ++request.current;
-    setLoading(true);
-    try {
-      let all: ThreadSummary[] = [];
-      let next: string | null = null;
-      for (let i = 0; i < pagesLoaded.current; i++) {
-        const page = await listThreads(PAGE, next);
-        all = all.concat(page.threads);
-        next = page.next_cursor;
-        if (!next) break;
-      }
-      if (req !== request.current) return;
-      setThreads(all);
-      setCursor(next);
-      setError(null);
-    } catch (err) {
-      if (req !== request.current) return;
-      setError(err instanceof Error ? err.message : String(err));
-    } finally {
-      if (req === request.current) setLoading(false);
-    }
-  }, []);
-
-  const loadMore = useCallback(async () => {
-    if (!cursor) return;
-    const req = ++request.current;
-    setLoading(true);
-    try {
-      const page = await listThreads(PAGE, cursor);
-      if (req !== request.current) return;
-      pagesLoaded.current++;
-      setThreads((prev) => {
-        const ids = new Set(prev.map((t) => t.thread_id));
-        return prev.concat(page.threads.filter((t) => !ids.has(t.thread_id)));
-      });
-      setCursor(page.next_cursor);
-    } catch (err) {
-      if (req === request.current) setError(err instanceof Error ? err.message : String(err));
-    } finally {
-      if (req === request.current) setLoading(false);
-    }
-  }, [cursor]);
 
   useEffect(() => {
-    void refresh();
-    const onChange = () => void refresh();
+    void store.refresh();
+    const onChange = () => void store.refresh();
     window.addEventListener(THREADS_CHANGED, onChange);
     return () => window.removeEventListener(THREADS_CHANGED, onChange);
-  }, [refresh]);
+  }, [store]);
 
-  // A thread opened by URL or just created shows up without waiting for its run.
-  useEffect(() => {
-    if (currentId && !threads.some((t) => t.thread_id === currentId)) {
-      const timer = setTimeout(() => void refresh(), 800);
-      return () => clearTimeout(timer);
-    }
-  }, [currentId, threads, refresh]);
-
+  // Which rename is open, for the handlers: submit and then blur save once.
+  const editingRef = useRef<string | null>(null);
   const startRename = (t: ThreadSummary) => {
+    editingRef.current = t.thread_id;
     setEditing(t.thread_id);
     setDraft(t.title ?? "");
   };
+  const cancelRename = () => {
+    editingRef.current = null;
+    setEditing(null);
+  };
 
-  const editingRef = useRef<string | null>(null);
-  editingRef.current = editing;
   const saveRename = async (threadId: string) => {
     if (editingRef.current !== threadId) return; // already saved (submit, then blur)
     editingRef.current = null;
     const title = draft.trim();
     setEditing(null);
     if (!title) return;
-    setThreads((prev) => prev.map((t) => (t.thread_id === threadId ? { ...t, title } : t)));
+    store.update((prev) => prev.map((t) => (t.thread_id === threadId ? { ...t, title } : t)));
     try {
       await renameThread(threadId, title);
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      store.setError(err instanceof Error ? err.message : String(err));
     }
-    void refresh();
+    void store.refresh();
   };
 
   const remove = async (t: ThreadSummary) => {
@@ -110,13 +57,13 @@ export const Sidebar: FC = () => {
       await deleteThread(t.thread_id);
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404)) {
-        setError(err instanceof Error ? err.message : String(err));
+        store.setError(err instanceof Error ? err.message : String(err));
         return;
       }
     }
-    setThreads((prev) => prev.filter((x) => x.thread_id !== t.thread_id));
+    store.update((prev) => prev.filter((x) => x.thread_id !== t.thread_id));
     if (t.thread_id === currentId) router.push("/welcome");
-    void refresh();
+    void store.refresh();
   };
 
   return (
@@ -157,7 +104,7 @@ export const Sidebar: FC = () => {
                   autoFocus
                   onChange={(e) => setDraft(e.target.value)}
                   onKeyDown={(e) => {
-                    if (e.key === "Escape") setEditing(null);
+                    if (e.key === "Escape") cancelRename();
                   }}
                   onBlur={() => void saveRename(t.thread_id)}
                 />
@@ -181,11 +128,11 @@ export const Sidebar: FC = () => {
         ))}
       </ul>
       {cursor ? (
-        <button type="button" className="button load-more" onClick={() => void loadMore()} disabled={loading}>
+        <button type="button" className="button load-more" onClick={() => void store.loadMore()} disabled={loading}>
           {loading ? "Loading…" : "Load more"}
         </button>
       ) : null}
-      {!loading && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
+      {loaded && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
     </nav>
   );
 };

@@ -9,12 +9,25 @@ import {
   ErrorPrimitive,
   MessagePrimitive,
   ThreadPrimitive,
+  useAui,
   useAuiState,
 } from "@assistant-ui/react";
-import { useEffect, useState, type FC, type ReactNode } from "react";
+import type { FC, ReactNode } from "react";
+import { isImageType } from "@/lib/attachments";
 import { MarkdownText } from "./MarkdownText";
 
-export type Notice = { code: string; message: string } | null;
+export type Notice = { code: string; message: string; retry?: boolean } | null;
+
+/** Sends what the composer holds again (the draft a refused send gave back). */
+const RetryButton: FC = () => {
+  const aui = useAui();
+  const canSend = useAuiState((s) => s.composer.canSend && !s.thread.isRunning);
+  return (
+    <button type="button" className="button primary retry" disabled={!canSend} onClick={() => aui.composer().send()}>
+      Retry
+    </button>
+  );
+};
 
 export const Thread: FC<{
   notice?: Notice;
@@ -38,6 +51,7 @@ export const Thread: FC<{
               {notice.message}
               {notice.code ? <code className="notice-code">{notice.code}</code> : null}
             </span>
+            {notice.retry ? <RetryButton /> : null}
             {onDismissNotice ? (
               <button type="button" className="link" onClick={onDismissNotice} aria-label="Dismiss">
                 ×
@@ -66,11 +80,19 @@ export const Composer: FC<{ placeholder: string; attachments?: boolean }> = ({ p
     ) : null}
     <div className="composer-row">
       {attachments ? (
-        <ComposerPrimitive.AddAttachment className="icon-button" aria-label="Attach image" title="Attach image">
+        <ComposerPrimitive.AddAttachment className="icon-button" aria-label="Attach a file" title="Attach a file (image, text, Markdown, CSV, JSON, PDF)">
           +
         </ComposerPrimitive.AddAttachment>
       ) : null}
-      <ComposerPrimitive.Input className="composer-input" placeholder={placeholder} rows={1} autoFocus aria-label="Message" />
+      <ComposerPrimitive.Input
+        className="composer-input"
+        placeholder={placeholder}
+        rows={1}
+        autoFocus
+        aria-label="Message"
+        // Escape must not silently stop a reply: Stop is a button.
+        cancelOnEscape={false}
+      />
       <AuiIf condition={(s) => !s.thread.isRunning}>
         <ComposerPrimitive.Send className="button primary" aria-label="Send">
           Send
@@ -85,19 +107,12 @@ export const Composer: FC<{ placeholder: string; attachments?: boolean }> = ({ p
   </ComposerPrimitive.Root>
 );
 
+/** An image's thumbnail (files are uploaded when picked: the stored URL). */
 const AttachmentThumb: FC = () => {
   const attachment = useAuiState((s) => s.attachment);
-  const [objectUrl, setObjectUrl] = useState<string | null>(null);
-  const file = attachment.file;
-  useEffect(() => {
-    if (!file) return;
-    const url = URL.createObjectURL(file);
-    setObjectUrl(url);
-    return () => URL.revokeObjectURL(url);
-  }, [file]);
   const part = attachment.content?.find((p) => p.type === "image");
-  const src = part && part.type === "image" ? part.image : objectUrl;
-  if (!src) return <span className="attachment-file">📎</span>;
+  const src = part && part.type === "image" ? part.image : null;
+  if (!src || !isImageType(attachment.contentType ?? "image/")) return <span className="attachment-file" aria-hidden>📎</span>;
   // eslint-disable-next-line @next/next/no-img-element
   return <img className="attachment-image" src={src} alt={attachment.name} />;
 };

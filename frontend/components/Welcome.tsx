@@ -16,16 +16,17 @@ const NO_MESSAGES: readonly ThreadMessage[] = [];
 export const Welcome: FC = () => {
   const router = useRouter();
   const onNew = useCallback(
-    async (message: AppendMessage) => {
+    (message: AppendMessage): Promise<void> => {
       const text = message.content
         .filter((p): p is { type: "text"; text: string } => p.type === "text")
         .map((p) => p.text)
         .join("");
-      if (!text.trim()) return;
+      if (!text.trim()) return Promise.resolve();
       const threadId = newId();
       const handoff: Handoff = { messageId: newId(), text };
       window.sessionStorage.setItem(handoffKey(threadId), JSON.stringify(handoff));
       router.push(`/chat/${threadId}`);
+      return Promise.resolve();
     },
     [router],
   );

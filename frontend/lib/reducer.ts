@@ -33,7 +33,8 @@ export type FollowedRun = {
   status: RunStatus;
 };
 
-export type RunError = { code: string; message: string };
+/** An error to show; `retry` when a Retry of the kept draft makes sense. */
+export type RunError = { code: string; message: string; retry?: boolean };
 
 export type ChatState = {
   repository: WireRepository;

@@ -1,0 +1,82 @@
+// The composer's attachments: each file is uploaded as soon as it is picked
+// (POST /attachments), so a refused file (too large, a type the service does
+// not take) is reported at once and never reaches the composer; sending then
+// only names the stored ids. Images show as thumbnails, other files (text,
+// Markdown, CSV, JSON, PDF) as file chips.
+
+import type { AttachmentAdapter, CompleteAttachment, PendingAttachment, ThreadUserMessagePart } from "@assistant-ui/react";
+import { uploadAttachment } from "./api";
+import { describeError } from "./errors";
+import type { RunError } from "./reducer";
+
+/** What the service takes by default (api.DefaultAttachmentTypes). */
+export const ACCEPT = [
+  "image/png",
+  "image/jpeg",
+  "image/gif",
+  "image/webp",
+  "text/plain",
+  "text/markdown",
+  "text/csv",
+  "application/json",
+  "application/pdf",
+  ".txt",
+  ".md",
+  ".markdown",
+  ".csv",
+  ".json",
+  ".pdf",
+].join(",");
+
+export function isImageType(contentType: string | undefined): boolean {
+  return !!contentType && contentType.startsWith("image/");
+}
+
+/** The parts an attachment stands for in a message: an image, or a file. */
+export function attachmentParts(a: { url: string; name: string; contentType: string }): ThreadUserMessagePart[] {
+  if (isImageType(a.contentType)) return [{ type: "image", image: a.url }];
+  return [{ type: "file", data: a.url, mimeType: a.contentType, filename: a.name }];
+}
+
+export class UploadAttachmentAdapter implements AttachmentAdapter {
+  accept = ACCEPT;
+
+  constructor(private readonly onError: (error: RunError) => void) {}
+
+  async add({ file }: { file: File }): Promise<PendingAttachment> {
+    let uploaded;
+    try {
+      uploaded = await uploadAttachment(file);
+    } catch (err) {
+      const e = describeError(err);
+      // Reported here; assistant-ui's AddAttachment button swallows the rejection.
+      this.onError({ code: e.code, message: `Could not attach ${file.name}: ${e.message}` });
+      throw err;
+    }
+    return {
+      id: uploaded.id,
+      type: isImageType(uploaded.contentType) ? "image" : "document",
+      name: uploaded.name,
+      contentType: uploaded.contentType,
+      file,
+      content: attachmentParts(uploaded),
+      status: { type: "requires-action", reason: "composer-send" },
+    };
+  }
+
+  /** Already uploaded in add(): nothing can fail here. */
+  send(attachment: PendingAttachment): Promise<CompleteAttachment> {
+    return Promise.resolve({
+      id: attachment.id,
+      type: attachment.type,
+      name: attachment.name,
+      ...(attachment.contentType ? { contentType: attachment.contentType } : {}),
+      status: { type: "complete" },
+      content: attachment.content ?? [],
+    });
+  }
+
+  remove(): Promise<void> {
+    return Promise.resolve();
+  }
+}

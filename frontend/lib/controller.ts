@@ -1,0 +1,390 @@
+// The chat page's controller: owns the reducer's state (lib/reducer.ts) as an
+// external store (subscribe/getState, for useSyncExternalStore) and every
+// request and stream of one thread. No React here: the component reads the
+// state and calls the methods; nothing is assigned during render.
+
+import { MessageNotSentError, type AppendMessage, type CompleteAttachment } from "@assistant-ui/react";
+import {
+  ApiError,
+  announceThreadsChanged,
+  cancelRun,
+  getSelectedModel,
+  getSnapshot,
+  handoffKey,
+  newId,
+  putHead,
+  rejoinRunStream,
+  startRunStream,
+  type Handoff,
+} from "./api";
+import { describeError } from "./errors";
+import { readNdjson } from "./ndjson";
+import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
+import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
+
+export type ControllerState = { chat: ChatState; loaded: boolean };
+
+const MAX_RESYNC = 6;
+
+// A handoff survives a remount of the same page (React may mount twice) until
+// its request got an answer; a reload starts without it.
+const handoffsInFlight = new Map<string, Handoff>();
+
+function takeHandoff(threadId: string): Handoff | null {
+  const inFlight = handoffsInFlight.get(threadId);
+  if (inFlight) return inFlight;
+  let raw: string | null = null;
+  try {
+    raw = window.sessionStorage.getItem(handoffKey(threadId));
+    window.sessionStorage.removeItem(handoffKey(threadId));
+  } catch {
+    return null;
+  }
+  if (!raw) return null;
+  try {
+    const h = JSON.parse(raw) as Handoff;
+    if (typeof h.text !== "string" || typeof h.messageId !== "string") return null;
+    handoffsInFlight.set(threadId, h);
+    return h;
+  } catch {
+    return null;
+  }
+}
+
+function textOf(message: AppendMessage): string {
+  return message.content
+    .filter((p): p is { type: "text"; text: string } => p.type === "text")
+    .map((p) => p.text)
+    .join("");
+}
+
+function optimisticUser(id: string, text: string, attachments: readonly CompleteAttachment[]): WireMessage {
+  return {
+    id,
+    role: "user",
+    content: [{ type: "text", text }],
+    createdAt: new Date().toISOString(),
+    attachments: attachments.map(
+      (a): WireAttachment => ({
+        id: a.id,
+        type: a.type,
+        name: a.name,
+        ...(a.contentType ? { contentType: a.contentType } : {}),
+        content: a.content,
+        status: { type: "complete" },
+      }),
+    ),
+    metadata: { custom: { optimistic: true } },
+  };
+}
+
+type Optimistic = { message: WireMessage; parentId: string | null };
+
+/** What a refused send was, so that its Retry reuses the message id. */
+type Refused = { id: string; text: string; parentId: string | null };
+
+export class ThreadController {
+  private state: ControllerState = { chat: initialChatState, loaded: false };
+  private readonly listeners = new Set<() => void>();
+  private notifyScheduled = false;
+  private stream: AbortController | null = null;
+  private generation = 0;
+  private cancelWanted = false;
+  /** Highest sequence seen per run, so a resync never asks for events twice. */
+  private seen: { runId: string; sequence: number } | null = null;
+  private refused: Refused | null = null;
+  /** Gives a refused first message (from the welcome page) to the composer. */
+  private returnDraft: ((text: string) => void) | null = null;
+
+  constructor(readonly threadId: string) {}
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  getState = (): ControllerState => this.state;
+
+  private dispatch(action: ChatAction): void {
+    const chat = chatReducer(this.state.chat, action);
+    if (chat === this.state.chat) return;
+    this.setState({ ...this.state, chat });
+  }
+
+  private setState(next: ControllerState): void {
+    this.state = next;
+    // Coalesced: a chunk of the stream carries many events, folded one by one
+    // in microtasks; the page renders once for all of them, not per token.
+    if (this.notifyScheduled) return;
+    this.notifyScheduled = true;
+    setTimeout(() => {
+      this.notifyScheduled = false;
+      for (const l of this.listeners) l();
+    }, 0);
+  }
+
+  private setLoaded(): void {
+    if (!this.state.loaded) this.setState({ ...this.state, loaded: true });
+  }
+
+  /** Starts the page: the welcome page's handoff, else the snapshot and a rejoin. */
+  start(): void {
+    const handoff = takeHandoff(this.threadId);
+    if (handoff) {
+      this.setLoaded();
+      const message = optimisticUser(handoff.messageId, handoff.text, []);
+      this.run({ message: { id: handoff.messageId, content: handoff.text }, parent_message_id: null }, { message, parentId: null }).catch(
+        () => {
+          // Nothing took the text yet: it goes back to the composer for a Retry.
+          this.refused = { id: handoff.messageId, text: handoff.text, parentId: null };
+          this.returnDraft?.(handoff.text);
+        },
+      );
+      return;
+    }
+    void this.resync(1).finally(() => this.setLoaded());
+  }
+
+  /** Stops following (the page goes away or remounts). */
+  stop(): void {
+    this.stopStream();
+  }
+
+  /** Where a refused first message goes (the composer); returns the unsetter. */
+  setDraftSink(sink: (text: string) => void): () => void {
+    this.returnDraft = sink;
+    return () => {
+      if (this.returnDraft === sink) this.returnDraft = null;
+    };
+  }
+
+  private stopStream(): void {
+    this.generation++;
+    this.stream?.abort();
+    this.stream = null;
+  }
+
+  /**
+   * A new message, or an edit of one (message.sourceId names the edited
+   * message). Resolves once the service accepted the run; rejects with
+   * MessageNotSentError when it was refused, which hands the draft back to
+   * the composer.
+   */
+  send = async (message: AppendMessage): Promise<void> => {
+    const text = textOf(message);
+    const attachments = message.attachments ?? [];
+    const parentId = message.parentId ?? null;
+    const sourceId = message.sourceId ?? null;
+    // A retry of the refused message is the same request: same message id.
+    const r = this.refused;
+    const id = r && !sourceId && r.text === text && r.parentId === parentId ? r.id : newId();
+    this.refused = null;
+    try {
+      await this.run(
+        {
+          message: {
+            id,
+            content: text,
+            ...(attachments.length ? { attachments: attachments.map((a) => ({ id: a.id })) } : {}),
+          },
+          parent_message_id: parentId,
+          ...(sourceId ? { source_message_id: sourceId } : {}),
+        },
+        { message: optimisticUser(id, text, attachments), parentId },
+      );
+    } catch {
+      this.refused = { id, text, parentId };
+      throw new MessageNotSentError();
+    }
+  };
+
+  /** Regenerates the reply below parentId, with another model when given. */
+  reload = async (parentId: string | null, sourceId: string | null, model?: string): Promise<void> => {
+    await this.run({ parent_message_id: parentId, source_message_id: sourceId }, undefined, parentId, model).catch(() => {
+      /* the notice says why */
+    });
+  };
+
+  cancel = async (): Promise<void> => {
+    const s = this.state.chat;
+    if (s.run && s.run.status === "running") {
+      try {
+        await cancelRun(this.threadId, s.run.id);
+      } catch (err) {
+        this.dispatch({ type: "notice", error: describeError(err) });
+      }
+    } else if (s.pending) {
+      this.cancelWanted = true;
+    }
+  };
+
+  /** A branch switch: records the new head and reports it. */
+  setHead = (head: string | undefined): void => {
+    const s = this.state.chat;
+    if (!head || head === s.repository.headId || isRunning(s)) return;
+    if (!s.repository.messages.some((m) => m.message.id === head)) return;
+    this.dispatch({ type: "set_head", headId: head });
+    putHead(this.threadId, head).catch((err: unknown) => this.dispatch({ type: "notice", error: describeError(err) }));
+  };
+
+  notice = (error: { code: string; message: string }): void => this.dispatch({ type: "notice", error });
+
+  dismissNotice = (): void => this.dispatch({ type: "dismiss_notice" });
+
+  /**
+   * Sends a run request and follows its stream. Resolves when the service
+   * accepted it (the stream started), rejects when it was refused.
+   */
+  private run(body: RunRequest, optimistic?: Optimistic, headId?: string | null, model?: string): Promise<void> {
+    this.cancelWanted = false;
+    const restoreHeadId = this.state.chat.repository.headId;
+    this.dispatch({
+      type: "request",
+      ...(optimistic ? { message: optimistic.message, parentId: optimistic.parentId } : { parentId: null }),
+      ...(headId !== undefined ? { headId } : {}),
+    });
+    const chosen = model ?? getSelectedModel();
+    const request: RunRequest = { on_disconnect: "continue", ...body, ...(chosen ? { run_config: { model: chosen } } : {}) };
+    return new Promise<void>((accepted, refused) => {
+      void this.follow(
+        (signal) => startRunStream(this.threadId, request, signal),
+        {
+          onOpen: () => accepted(),
+          onRefused: (err) => {
+            handoffsInFlight.delete(this.threadId);
+            const messageId = optimistic?.message.id;
+            const error = describeError(err, { retry: !!optimistic });
+            if (err instanceof ApiError && err.status === 409 && error.code !== "run_in_progress") {
+              // This very message was already sent: show what the service has.
+              this.dispatch({ type: "request_failed", ...(messageId ? { messageId } : {}), restoreHeadId, error: null });
+              void this.resync(1);
+              accepted();
+              return true;
+            }
+            this.dispatch({ type: "request_failed", ...(messageId ? { messageId } : {}), restoreHeadId, error });
+            // Busy (another tab's run): show that run while the draft waits.
+            if (error.code === "run_in_progress") void this.resync(1);
+            refused(err instanceof Error ? err : new Error(String(err)));
+            return true;
+          },
+        },
+      );
+    });
+  }
+
+  /** Opens a stream and folds its events until it ends. */
+  private async follow(
+    open: (signal: AbortSignal) => Promise<Response>,
+    opts: { onOpen?: () => void; onRefused?: (err: unknown) => boolean; attempt?: number } = {},
+  ): Promise<void> {
+    const attempt = opts.attempt ?? 0;
+    this.stopStream();
+    const ctrl = new AbortController();
+    this.stream = ctrl;
+    const gen = this.generation;
+    let res: Response;
+    try {
+      res = await open(ctrl.signal);
+    } catch (err) {
+      if (ctrl.signal.aborted || gen !== this.generation) return;
+      if (opts.onRefused?.(err)) return;
+      this.dispatch({ type: "stream_lost", error: describeError(err) });
+      return;
+    }
+    opts.onOpen?.();
+    const { final, received, lost } = await this.consume(res, ctrl, gen);
+    if (gen !== this.generation) return;
+    this.stream = null;
+    if (!final) {
+      // The connection ended before the run did: rejoin it from the log.
+      // A stream that brought nothing counts as a failed attempt.
+      await this.resync(received > 0 ? 1 : attempt + 1).catch(() => {});
+      if (lost && gen === this.generation) this.dispatch({ type: "stream_lost" });
+    }
+  }
+
+  private async consume(
+    res: Response,
+    ctrl: AbortController,
+    gen: number,
+  ): Promise<{ final: boolean; received: number; lost: boolean }> {
+    let final = false;
+    let received = 0;
+    try {
+      for await (const event of readNdjson<RunEvent>(res.body!)) {
+        if (gen !== this.generation) return { final, received, lost: false };
+        if (!event || typeof event !== "object") continue;
+        received++;
+        this.dispatch({ type: "event", event });
+        this.noteSequence(event);
+        if (event.type === "snapshot") {
+          handoffsInFlight.delete(this.threadId);
+          // A new thread (or a new title) shows in the sidebar without polling.
+          if (received === 1) announceThreadsChanged();
+          if (event.run_status !== "running") {
+            final = true;
+            announceThreadsChanged();
+          } else if (this.cancelWanted) {
+            this.cancelWanted = false;
+            void cancelRun(this.threadId, event.run_id).catch(() => {});
+          }
+        }
+      }
+    } catch {
+      return { final, received, lost: !(ctrl.signal.aborted || gen !== this.generation) };
+    }
+    return { final, received, lost: false };
+  }
+
+  private noteSequence(event: RunEvent): void {
+    if (typeof event.run_id !== "string" || typeof event.sequence !== "number") return;
+    const s = this.seen;
+    if (!s || s.runId !== event.run_id || event.sequence > s.sequence) {
+      this.seen = { runId: event.run_id, sequence: event.sequence };
+    }
+  }
+
+  /** Loads the thread's snapshot and rejoins its active run, if any. */
+  private async resync(attempt: number): Promise<void> {
+    if (attempt > MAX_RESYNC) {
+      this.dispatch({
+        type: "stream_lost",
+        error: { code: "stream_lost", message: "Lost the connection to the reply. Reload to see it." },
+      });
+      return;
+    }
+    if (attempt > 1) await new Promise((r) => setTimeout(r, 300 * attempt));
+    const gen = this.generation;
+    let snapshot;
+    try {
+      snapshot = await getSnapshot(this.threadId);
+    } catch (err) {
+      if (gen !== this.generation) return;
+      if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
+      this.dispatch({ type: "stream_lost", error: describeError(err) });
+      return;
+    }
+    if (gen !== this.generation) return;
+    if (!snapshot) {
+      this.dispatch({ type: "stream_lost" });
+      return;
+    }
+    this.dispatch({ type: "load", snapshot });
+    const active = snapshot.active_run;
+    if (!active) return;
+    const s = this.seen;
+    const after = s && s.runId === active.run_id ? Math.max(s.sequence, active.sequence) : active.sequence;
+    // Not awaited: the page is loaded once the snapshot is in.
+    void this.follow((signal) => rejoinRunStream(this.threadId, active.run_id, after, signal), {
+      attempt,
+      onRefused: (err) => {
+        // The run ended and its log is gone, or it is not ours: the snapshot stands.
+        if (err instanceof ApiError && err.status === 404) {
+          void this.resync(attempt + 1);
+          return true;
+        }
+        return false;
+      },
+    });
+  }
+}
