@@ -5,10 +5,15 @@ import { createConnection, createServer } from "node:net";
 
 export function startRelay(targetPort, targetHost = "127.0.0.1") {
   const pairs = new Set();
+  let refusing = false;
   // Half-open aware: an end from one side is passed on as an end (pipe does
   // that), never as a reset, so a response sent just before a close (say an
   // early 413 while the request body is still coming) is delivered whole.
   const server = createServer({ allowHalfOpen: true }, (client) => {
+    if (refusing) {
+      client.destroy(); // as if nothing listened on the service's port
+      return;
+    }
     const upstream = createConnection({ port: targetPort, host: targetHost, allowHalfOpen: true });
     const pair = { client, upstream };
     pairs.add(pair);
@@ -38,6 +43,10 @@ export function startRelay(targetPort, targetHost = "127.0.0.1") {
       resolve({
         port,
         url: `http://127.0.0.1:${port}`,
+        /** While on, new connections are closed at once (the service looks down). */
+        refuse(on) {
+          refusing = !!on;
+        },
         /** Cuts every open connection; returns how many there were. */
         dropAll() {
           const n = pairs.size;

@@ -1,0 +1,67 @@
+// The sidebar: rename, delete, paging.
+
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { browserSuite } from "./harness.mjs";
+import {
+  norm,
+  poll,
+} from "./helpers.mjs";
+
+browserSuite(import.meta.filename ?? import.meta.url, (test) => {
+  test("rename and delete a thread", async ({ page, ctx }) => {
+    const threadId = randomUUID();
+    await ctx.runDirect(threadId, { message: { content: "Rename me" }, parent_message_id: null });
+    await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
+    const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
+    await item.waitFor();
+    await item.hover();
+    await item.getByRole("button", { name: "Rename" }).click();
+    const input = item.getByLabel("Thread title");
+    await input.fill("Renamed thread");
+    await input.press("Enter");
+    await poll(async () => norm(await item.innerText()).includes("Renamed thread"), { message: "new title shown" });
+    await poll(async () => (await ctx.service(`/threads/${threadId}`)).body?.title === "Renamed thread", {
+      message: "title stored",
+    });
+    await page.reload();
+    await poll(async () => norm(await item.innerText()).includes("Renamed thread"), { message: "title after reload" });
+
+    page.once("dialog", (d) => void d.accept());
+    await item.hover();
+    await item.getByRole("button", { name: "Delete" }).click();
+    await page.waitForURL("**/welcome");
+    await item.waitFor({ state: "detached" });
+    assert.equal((await ctx.service(`/threads/${threadId}`)).status, 404);
+  });
+
+  test("the sidebar pages through threads, most recent first", async ({ page, ctx }) => {
+    const ids = [];
+    for (let i = 0; i < 22; i++) {
+      const id = randomUUID();
+      const r = await ctx.service("/threads", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ thread_id: id }),
+      });
+      assert.ok(r.status === 201 || r.status === 200, `create thread: ${r.status}`);
+      ids.push(id);
+    }
+    const newest = ids.at(-1);
+    await ctx.service(`/threads/${newest}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ title: "Newest of the page test" }),
+    });
+    await page.goto(`${ctx.baseUrl}/welcome`);
+    const items = page.getByTestId("thread-item");
+    await poll(async () => (await items.count()) === 20, { message: "a first page of 20" });
+    assert.equal(await items.first().getAttribute("data-thread-id"), newest);
+    assert.equal(norm(await items.first().innerText()).startsWith("Newest of the page test"), true);
+    await page.getByRole("button", { name: "Load more" }).click();
+    await poll(async () => (await items.count()) > 20, { message: "the next page" });
+    const shown = await items.evaluateAll((els) => els.map((e) => e.getAttribute("data-thread-id")));
+    for (const id of ids) assert.ok(shown.includes(id), `thread ${id} listed`);
+    assert.equal(new Set(shown).size, shown.length, "no thread twice");
+  });
+});
