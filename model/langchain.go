@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 	"github.com/tmc/langchaingo/llms"
@@ -67,12 +69,14 @@ type providerModel struct {
 	spec   providerSpec
 	client *http.Client
 
-	once sync.Once
-	llm  llms.Model
-	err  error
+	mu      sync.Mutex
+	clients map[wire]llms.Model // built on first use
 }
 
-var _ thread.Model = (*providerModel)(nil)
+var (
+	_ thread.Model = (*providerModel)(nil)
+	_ Stepper      = (*providerModel)(nil)
+)
 
 func newProviderModel(spec providerSpec, base http.RoundTripper) *providerModel {
 	pt := &probeTransport{base: base}
@@ -83,99 +87,147 @@ func newProviderModel(spec providerSpec, base http.RoundTripper) *providerModel 
 	case spec.provider == ProviderOllama && spec.key != "":
 		pt.header = http.Header{"Authorization": {"Bearer " + spec.key}}
 	}
-	return &providerModel{spec: spec, client: &http.Client{Transport: pt}}
+	return &providerModel{spec: spec, client: &http.Client{Transport: pt}, clients: map[wire]llms.Model{}}
 }
 
-// open builds the langchaingo client once.
-func (m *providerModel) open() (llms.Model, error) {
-	m.once.Do(func() {
-		s := m.spec
-		switch s.provider {
-		case ProviderOpenAI:
-			baseURL := s.baseURL
-			if baseURL == "" {
-				baseURL = "https://api.openai.com/v1"
-			}
-			m.llm, m.err = openai.New(openai.WithToken(s.key), openai.WithModel(s.model), openai.WithBaseURL(baseURL),
-				openai.WithOrganization(""), openai.WithHTTPClient(m.client))
-		case ProviderAnthropic:
-			opts := []anthropic.Option{anthropic.WithToken(s.key), anthropic.WithModel(s.model), anthropic.WithHTTPClient(m.client)}
-			if s.baseURL != "" {
-				opts = append(opts, anthropic.WithBaseURL(s.baseURL))
-			}
-			m.llm, m.err = anthropic.New(opts...)
-		case ProviderGoogleAI:
-			opts := []googleai.Option{googleai.WithAPIKey(s.key), googleai.WithHTTPClient(m.client), googleai.WithRest(),
-				googleai.WithDefaultModel(s.model), googleai.WithDefaultTopK(40)}
-			if s.baseURL != "" {
-				opts = append(opts, func(o *googleai.Options) {
-					o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(s.baseURL))
-				})
-			}
-			m.llm, m.err = googleai.New(context.Background(), opts...)
-		case ProviderOllama:
-			m.llm, m.err = ollama.New(ollama.WithModel(s.model), ollama.WithServerURL(s.baseURL), ollama.WithHTTPClient(m.client))
-		default:
-			m.err = fmt.Errorf("unknown provider %q", s.provider)
+// wire is the protocol a call speaks, which decides the langchaingo client
+// and how its stream is read.
+type wire uint8
+
+const (
+	wireOpenAI    wire = iota + 1 // OpenAI chat completions (also Ollama's /v1 with tools)
+	wireAnthropic                 // Anthropic Messages
+	wireGoogle                    // Gemini REST
+	wireOllama                    // Ollama's native /api/chat (no tools)
+)
+
+// wireFor picks the protocol of a call: Ollama's native client knows no
+// tools, so a request with tools or earlier tool calls goes to its
+// OpenAI-compatible endpoint.
+func (m *providerModel) wireFor(req step.Request) wire {
+	switch m.spec.provider {
+	case ProviderAnthropic:
+		return wireAnthropic
+	case ProviderGoogleAI:
+		return wireGoogle
+	case ProviderOllama:
+		if len(req.Tools) > 0 || hasToolCalls(req) {
+			return wireOpenAI
 		}
-	})
-	return m.llm, m.err
+		return wireOllama
+	}
+	return wireOpenAI
+}
+
+// open builds the langchaingo client of a wire once.
+func (m *providerModel) open(w wire) (llms.Model, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if llm, ok := m.clients[w]; ok {
+		return llm, nil
+	}
+	s := m.spec
+	var (
+		llm llms.Model
+		err error
+	)
+	switch w {
+	case wireOpenAI:
+		baseURL, key := s.baseURL, s.key
+		switch {
+		case s.provider == ProviderOllama:
+			baseURL = strings.TrimRight(baseURL, "/") + "/v1"
+			if key == "" {
+				key = "ollama" // the client wants one; Ollama ignores it
+			}
+		case baseURL == "":
+			baseURL = "https://api.openai.com/v1"
+		}
+		llm, err = openai.New(openai.WithToken(key), openai.WithModel(s.model), openai.WithBaseURL(baseURL),
+			openai.WithOrganization(""), openai.WithHTTPClient(m.client))
+	case wireAnthropic:
+		opts := []anthropic.Option{anthropic.WithToken(s.key), anthropic.WithModel(s.model), anthropic.WithHTTPClient(m.client)}
+		if s.baseURL != "" {
+			opts = append(opts, anthropic.WithBaseURL(s.baseURL))
+		}
+		llm, err = anthropic.New(opts...)
+	case wireGoogle:
+		opts := []googleai.Option{googleai.WithAPIKey(s.key), googleai.WithHTTPClient(m.client), googleai.WithRest(),
+			googleai.WithDefaultModel(s.model), googleai.WithDefaultTopK(40)}
+		if s.baseURL != "" {
+			opts = append(opts, func(o *googleai.Options) {
+				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(s.baseURL))
+			})
+		}
+		llm, err = googleai.New(context.Background(), opts...)
+	case wireOllama:
+		llm, err = ollama.New(ollama.WithModel(s.model), ollama.WithServerURL(s.baseURL), ollama.WithHTTPClient(m.client))
+	default:
+		err = fmt.Errorf("unknown provider %q", s.provider)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.clients[w] = llm
+	return llm, nil
 }
 
 // errIdle is the cancel cause of a model that sent nothing for its timeout.
 var errIdle = errors.New("model idle timeout")
 
-// errFinished stops a provider that calls the streaming function after
-// Stream returned.
-var errFinished = errors.New("stream already finished")
-
-// Stream implements thread.Model. Tokens arrive through onToken in order.
-// The model's timeout bounds the wait for the first token and between two
+// Stream implements thread.Model: the text deltas of StreamStep, on a
+// request without tools. Tokens arrive through onToken in order. The
+// model's timeout bounds the wait for the first token and between two
 // tokens (model_timeout). A 401/403 is model_auth; any other failure is
 // model_error with the provider's message, secrets redacted. When ctx ends
 // the provider request is cancelled and ctx.Err() is returned; onToken's
 // error is returned as is.
 func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
+	res, err := m.StreamStep(ctx, FromModelRequest(req), textOnly(onToken))
+	return modelResult(res), err
+}
+
+// StreamStep implements Stepper: it streams one step as typed deltas (see
+// Stream for the errors). OpenAI-compatible servers and Anthropic stream
+// text, reasoning and tool-call arguments as they come; Google and Ollama
+// stream text and send each tool call whole once the reply ends (Ollama
+// reaches tools through its OpenAI-compatible endpoint). After it returns,
+// onDelta is not called again.
+func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
 	s := m.spec
 	if err := ctx.Err(); err != nil {
-		return thread.ModelResult{}, err
+		return step.Result{}, err
 	}
-	llm, err := m.open()
+	w := m.wireFor(req)
+	llm, err := m.open(w)
 	if err != nil {
-		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
+		return step.Result{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
 	}
-	msgs := toMessages(req, s.provider, s.vision)
+	msgs := toLLMMessages(req, w, s.vision)
 
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(s.timeout, func() { cancel(errIdle) })
 	defer idle.Stop()
+	em := &emitter{onDelta: onDelta, touch: func() { idle.Reset(s.timeout) }}
 	p := &probe{}
+	if w == wireOpenAI {
+		p.tap = newOpenAITap(em).line
+	} else if w == wireAnthropic {
+		p.tap = newAnthropicTap(em).line
+	}
 	cctx = context.WithValue(cctx, probeKey{}, p)
 
-	var (
-		mu       sync.Mutex
-		finished bool
-		tokErr   error
-	)
 	streamFn := func(_ context.Context, chunk []byte) error {
+		if p.tap != nil {
+			// The tap reads the wire: langchaingo's chunks (tool calls
+			// arrive here as JSON) are not the reply.
+			return em.check()
+		}
 		if len(chunk) == 0 {
 			return nil
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if finished {
-			return errFinished
-		}
-		if tokErr != nil {
-			return tokErr
-		}
-		idle.Reset(s.timeout)
-		if err := onToken(string(chunk)); err != nil {
-			tokErr = err
-			return err
-		}
-		return nil
+		return em.emit(step.Delta{Kind: step.Text, Text: string(chunk)})
 	}
 	temp := defaultTemperature[s.provider]
 	if req.Temperature != nil {
@@ -189,28 +241,38 @@ func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onT
 	if maxTokens > 0 {
 		opts = append(opts, llms.WithMaxTokens(maxTokens))
 	}
+	if len(req.Tools) > 0 {
+		opts = append(opts, llms.WithTools(toLLMTools(req.Tools, w)))
+	}
 	resp, err := generate(cctx, llm, msgs, opts)
-	mu.Lock()
-	finished = true
-	te := tokErr
-	mu.Unlock()
+	if err == nil && p.tap == nil {
+		// Google and Ollama hand tool calls over whole with the response.
+		err = em.wholeCalls(resp)
+	}
+	te := em.finish()
 
 	switch {
 	case te != nil:
-		return thread.ModelResult{}, te
+		return step.Result{}, te
 	case ctx.Err() != nil:
-		return thread.ModelResult{}, ctx.Err()
+		return step.Result{}, ctx.Err()
 	case errors.Is(context.Cause(cctx), errIdle):
-		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
+		return step.Result{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
 	}
 	if me := m.failure(err, p); me != nil {
-		return thread.ModelResult{}, me
+		return step.Result{}, me
 	}
-	res := thread.ModelResult{Model: s.model, StopReason: "stop"}
+	res := step.Result{Model: s.model, StopReason: step.StopDone, ToolCalls: em.calls()}
 	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
 		c := resp.Choices[0]
 		res.StopReason = stopReason(c.StopReason)
 		res.PromptTokens, res.CompletionTokens = usage(c.GenerationInfo)
+	}
+	if em.stop != "" {
+		res.StopReason = em.stop
+	}
+	if len(res.ToolCalls) > 0 {
+		res.StopReason = step.StopToolCalls
 	}
 	return res, nil
 }
@@ -362,77 +424,76 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-// toMessages converts the run's messages to langchaingo's. Text parts of a
-// message are joined (Anthropic and Ollama read one text per message);
-// images become an image part (OpenAI: the data: URL as is; others: the
-// decoded bytes) or, for a model without vision or an image that is not a
-// data: URL, a short text note. Text attachments become text parts.
-// Messages with nothing in them are left out.
+// toMessages converts a chat request's messages to langchaingo's (see
+// toLLMMessages).
 func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.MessageContent {
-	out := make([]llms.MessageContent, 0, len(req.Messages))
-	for i := range req.Messages {
-		msg := &req.Messages[i]
-		role := llms.ChatMessageTypeHuman
-		switch msg.Role {
-		case checkpoint.RoleSystem:
-			role = llms.ChatMessageTypeSystem
-		case checkpoint.RoleAssistant:
-			role = llms.ChatMessageTypeAI
-		}
-		var text []string
-		var images []llms.ContentPart
-		addImage := func(src string) {
-			if role != llms.ChatMessageTypeHuman {
-				return
-			}
-			if !vision {
-				text = append(text, "[an image was attached; this model cannot see images]")
-				return
-			}
-			if part, ok := imagePart(src, provider); ok {
-				images = append(images, part)
-				return
-			}
-			text = append(text, "[an image was attached but could not be read]")
-		}
-		for _, p := range msg.Parts {
-			switch p.Type {
-			case "image":
-				addImage(p.Image)
-			default:
-				if p.Text != "" {
-					text = append(text, p.Text)
-				}
-			}
-		}
-		for _, a := range msg.Attachments {
-			for _, p := range a.Content {
-				switch {
-				case p.Type == "image":
-					addImage(p.Image)
-				case p.Text != "":
-					text = append(text, "["+a.Name+"]\n"+p.Text)
-				}
-			}
-		}
-		if len(text) == 0 && len(images) == 0 {
-			continue
-		}
-		mc := llms.MessageContent{Role: role, Parts: make([]llms.ContentPart, 0, 1+len(images))}
-		if len(text) > 0 {
-			mc.Parts = append(mc.Parts, llms.TextContent{Text: strings.Join(text, "\n\n")})
-		}
-		mc.Parts = append(mc.Parts, images...)
-		out = append(out, mc)
+	w := map[string]wire{ProviderOpenAI: wireOpenAI, ProviderAnthropic: wireAnthropic, ProviderGoogleAI: wireGoogle, ProviderOllama: wireOllama}[provider]
+	return toLLMMessages(FromModelRequest(req), w, vision)
+}
+
+// userContent converts a system or user message: its text parts are joined
+// (Anthropic and Ollama read one text per message); images become an image
+// part (OpenAI: the data: URL as is; others: the decoded bytes) or, for a
+// model without vision or an image that is not a data: URL, a short text
+// note. Text attachments become text parts. ok is false for a message with
+// nothing in it.
+func userContent(msg *step.Message, w wire, vision bool) (llms.MessageContent, bool) {
+	role := llms.ChatMessageTypeHuman
+	if msg.Role == checkpoint.RoleSystem {
+		role = llms.ChatMessageTypeSystem
 	}
-	return out
+	var text []string
+	var images []llms.ContentPart
+	addImage := func(src string) {
+		if role != llms.ChatMessageTypeHuman {
+			return
+		}
+		if !vision {
+			text = append(text, "[an image was attached; this model cannot see images]")
+			return
+		}
+		if part, ok := imagePart(src, w); ok {
+			images = append(images, part)
+			return
+		}
+		text = append(text, "[an image was attached but could not be read]")
+	}
+	for _, p := range msg.Parts {
+		switch p.Type {
+		case step.PartImage:
+			addImage(p.Image)
+		case step.PartText, "":
+			if p.Text != "" {
+				text = append(text, p.Text)
+			}
+		}
+	}
+	for _, a := range msg.Attachments {
+		for _, p := range a.Content {
+			switch {
+			case p.Type == "image":
+				addImage(p.Image)
+			case p.Text != "":
+				text = append(text, "["+a.Name+"]\n"+p.Text)
+			}
+		}
+	}
+	if len(text) == 0 && len(images) == 0 {
+		return llms.MessageContent{}, false
+	}
+	mc := llms.MessageContent{Role: role, Parts: make([]llms.ContentPart, 0, 1+len(images))}
+	if len(text) > 0 {
+		mc.Parts = append(mc.Parts, llms.TextContent{Text: strings.Join(text, "\n\n")})
+	}
+	mc.Parts = append(mc.Parts, images...)
+	return mc, true
 }
 
 // imagePart converts an image source to a part the provider accepts.
 // Only data: URLs are read; no URL is ever fetched.
-func imagePart(src, provider string) (llms.ContentPart, bool) {
+func imagePart(src string, w wire) (llms.ContentPart, bool) {
 	mime, data, ok := parseDataURL(src)
-	if provider == ProviderOpenAI {
+	if w == wireOpenAI {
 		if ok {
 			return llms.ImageURLContent{URL: src}, true
 		}
@@ -478,6 +539,9 @@ type probe struct {
 	status  int
 	body    []byte
 	readErr error
+	// tap, when set, reads each line of a successful response as the
+	// client reads it; its error ends the read.
+	tap func(line []byte) error
 }
 
 const maxErrorBody = 8 << 10
@@ -510,18 +574,36 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.mu.Lock()
 	p.status, p.body, p.readErr = resp.StatusCode, nil, nil
 	p.mu.Unlock()
-	resp.Body = &probeBody{rc: resp.Body, p: p, keep: resp.StatusCode >= 400}
+	pb := &probeBody{rc: resp.Body, p: p, keep: resp.StatusCode >= 400}
+	if resp.StatusCode < 300 {
+		pb.tap = p.tap
+	}
+	resp.Body = pb
 	return resp, nil
 }
 
 type probeBody struct {
-	rc   io.ReadCloser
-	p    *probe
-	keep bool
+	rc      io.ReadCloser
+	p       *probe
+	keep    bool
+	tap     func([]byte) error
+	partial []byte // the start of a line whose end has not arrived
 }
 
 func (b *probeBody) Read(buf []byte) (int, error) {
 	n, err := b.rc.Read(buf)
+	if b.tap != nil && n > 0 {
+		if terr := b.lines(buf[:n]); terr != nil {
+			return 0, terr
+		}
+	}
+	if b.tap != nil && err == io.EOF && len(b.partial) > 0 {
+		line := b.partial
+		b.partial = nil
+		if terr := b.tap(bytes.TrimSuffix(line, []byte{'\r'})); terr != nil {
+			return 0, terr
+		}
+	}
 	if b.keep && n > 0 {
 		b.p.mu.Lock()
 		if room := maxErrorBody - len(b.p.body); room > 0 {
@@ -538,5 +620,33 @@ func (b *probeBody) Read(buf []byte) (int, error) {
 	}
 	return n, err
 }
+
+// lines hands every complete line of data to the tap.
+func (b *probeBody) lines(data []byte) error {
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(b.partial)+len(data) > maxTapLine {
+				return errTapLine
+			}
+			b.partial = append(b.partial, data...)
+			return nil
+		}
+		line := data[:i]
+		if len(b.partial) > 0 {
+			line = append(b.partial, line...)
+			b.partial = b.partial[:0]
+		}
+		if err := b.tap(bytes.TrimSuffix(line, []byte{'\r'})); err != nil {
+			return err
+		}
+		data = data[i+1:]
+	}
+}
+
+// maxTapLine bounds one line of a provider's stream.
+const maxTapLine = 8 << 20
+
+var errTapLine = errors.New("a line of the provider's stream is longer than 8 MiB")
 
 func (b *probeBody) Close() error { return b.rc.Close() }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -524,4 +525,9 @@ type notConfigured struct{ msg string }
 
 func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
+}
+
+// StreamStep implements Stepper: it fails like Stream.
+func (n notConfigured) StreamStep(context.Context, step.Request, func(step.Delta) error) (step.Result, error) {
+	return step.Result{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
 }
