@@ -29,11 +29,15 @@ import (
 	"unsafe"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-var _ thread.Model = (*Builtin)(nil)
+var (
+	_ thread.Model = (*Builtin)(nil)
+	_ Stepper      = (*Builtin)(nil)
+)
 
 // Builtin is the zero-key deterministic model. Its reply is Tokens tokens,
 // each a space and four pseudo-random lowercase letters (5 bytes), drawn
@@ -193,7 +197,19 @@ func promptTokens(req thread.ModelRequest) int {
 // Stream implements thread.Model. It returns ctx.Err() when ctx ends
 // between two tokens, and onToken's error as is.
 func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	prompt := lastUserText(req)
+	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), onToken)
+}
+
+// StreamStep implements Stepper: the same words as Stream, as text deltas;
+// the words model calls no tools.
+func (m *Builtin) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
+	res, err := m.stream(ctx, stepLastUser(req), req.Call, stepPromptTokens(req), func(tok string) error {
+		return onDelta(step.Delta{Kind: step.Text, Text: tok})
+	})
+	return step.Result{Model: res.Model, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, StopReason: res.StopReason}, err
+}
+
+func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onToken func(string) error) (thread.ModelResult, error) {
 	n := m.Tokens
 	fail := failCode(prompt)
 	if fail != "" {
@@ -205,13 +221,13 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 	if m.Delay > 0 {
 		// Its own variable: the closure moves it to the heap, and the
 		// unpaced path below should not pay for that.
-		paced := &tokenSource{s: seed(prompt, req.Call), n: n}
+		paced := &tokenSource{s: seed(prompt, call), n: n}
 		send := func(i int) error { return onToken(paced.at(i)) }
 		if err := pace(ctx, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
 	} else {
-		toks := tokenSource{s: seed(prompt, req.Call), n: n}
+		toks := tokenSource{s: seed(prompt, call), n: n}
 		done := ctx.Done() // nil for a context that never ends
 		for i := 0; i < n; i++ {
 			if done != nil {
@@ -227,8 +243,48 @@ func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken f
 		}
 	}
 	if fail != "" {
-		return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n},
+		return thread.ModelResult{Model: BuiltinName, PromptTokens: ptoks, CompletionTokens: n},
 			&errcode.Error{Code: fail, Message: "the built-in model was asked to fail (/fail " + string(fail) + ")"}
 	}
-	return thread.ModelResult{Model: BuiltinName, PromptTokens: promptTokens(req), CompletionTokens: n, StopReason: "stop"}, nil
+	return thread.ModelResult{Model: BuiltinName, PromptTokens: ptoks, CompletionTokens: n, StopReason: "stop"}, nil
+}
+
+// stepLastUser returns the text of the last user message of a step request.
+func stepLastUser(req step.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := &req.Messages[i]
+		if m.Role != checkpoint.RoleUser {
+			continue
+		}
+		if len(m.Parts) == 1 {
+			return m.Parts[0].Text
+		}
+		var b strings.Builder
+		for _, p := range m.Parts {
+			if p.Type == step.PartText || p.Type == "" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// stepPromptTokens is promptTokens of a step request.
+func stepPromptTokens(req step.Request) int {
+	n := 0
+	for i := range req.Messages {
+		for _, p := range req.Messages[i].Parts {
+			n += len(p.Text)
+			if p.Call != nil {
+				n += len(p.Call.ArgsText) + len(p.Call.Result)
+			}
+		}
+		for _, a := range req.Messages[i].Attachments {
+			for _, p := range a.Content {
+				n += len(p.Text)
+			}
+		}
+	}
+	return n / 4
 }
