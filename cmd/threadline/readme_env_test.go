@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,25 +20,26 @@ var (
 var readmeRow = regexp.MustCompile("(?m)^\\| `(THREADLINE_[A-Z0-9_]+)` \\|")
 
 // namesIn returns the THREADLINE_ names quoted as Go strings in the
-// non-test Go files of dir whose names keep returns true.
+// non-test Go files under dir (its subpackages too) whose names keep
+// returns true.
 func namesIn(t *testing.T, dir string, keep func(name string) bool) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || !keep(filepath.Base(f)) {
-			continue
+	err := filepath.WalkDir(dir, func(f string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || !keep(d.Name()) {
+			return err
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, m := range goString.FindAllSubmatch(b, -1) {
 			out[string(m[1])] = true
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
