@@ -70,6 +70,7 @@ func TestRunNewMessage(t *testing.T) {
 	}
 	// The thread got a title from its first message.
 	resp, b = e.do("GET", "/api/v1/threads/"+tid, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
 	if !strings.Contains(string(b), `"title":"hello there"`) {
 		t.Fatalf("auto title: got %s", b)
 	}
