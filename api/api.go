@@ -91,6 +91,7 @@ var statuses = map[errcode.Code]int{
 	errcode.ModelAuth:            http.StatusBadGateway,
 	errcode.ModelTimeout:         http.StatusGatewayTimeout,
 	errcode.ModelError:           http.StatusBadGateway,
+	errcode.RunInterrupted:       http.StatusServiceUnavailable, // a stream event only
 }
 
 // status returns the HTTP status of code; a code missing from the table

@@ -20,7 +20,7 @@ import (
 // The statements of a turn, prepared on every new connection (see hot).
 var (
 	sqlRunOpen     = hot(`SELECT threadline_run_open($1, $2, $3, $4, $5)`)
-	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4)`)
+	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4, $5)`)
 	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
 	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
 	sqlThreadEnd   = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
@@ -31,18 +31,18 @@ var (
 	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
-	sqlLogAppend    = hot(`INSERT INTO run_log (data) VALUES ($1)`)
+	sqlLogAppend    = hot(`SELECT threadline_log_append($1, $2, $3)`)
 	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
 )
 
 const runCols = `id, thread_id, status, coalesce(user_message_id, '00000000-0000-0000-0000-000000000000'), parent_id, message_id,
-	model, config, usage, error, coalesce(owner, ''), coalesce(lease_until, 'epoch'), tree_seq, created_at, finished_at`
+	model, config, usage, error, coalesce(owner, ''), coalesce(lease_until, 'epoch'), tree_seq, created_at, finished_at, claim`
 
 func scanRun(row pgx.Row) (*thread.Run, error) {
 	var r thread.Run
 	var cfg, usage, rerr []byte
 	if err := row.Scan(&r.ID, &r.ThreadID, &r.Status, &r.UserMessageID, &r.ParentID, &r.MessageID, &r.Model,
-		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt); err != nil {
+		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt, &r.Claim); err != nil {
 		return nil, err
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
@@ -220,7 +220,7 @@ func (s *Store) RunGet(ctx context.Context, threadID, runID uuid.UUID) (*thread.
 	var r thread.Run
 	var cfg, usage, rerr []byte
 	err := row.Scan(&r.ID, &r.ThreadID, &r.Status, &r.UserMessageID, &r.ParentID, &r.MessageID, &r.Model,
-		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt, &r.LastSequence)
+		&cfg, &usage, &rerr, &r.Owner, &r.LeaseUntil, &r.TreeSeq, &r.CreatedAt, &r.FinishedAt, &r.Claim, &r.LastSequence)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFoundRun(runID)
 	}
@@ -267,14 +267,27 @@ func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run,
 }
 
 // RunEventsAppend writes one segment per run, all in one run_log row and
-// one commit: the group commit of every running run.
+// one commit: the group commit of every running run. The row is written
+// only if every run is still running under its segment's claim
+// (threadline_log_append, migration 0009); else a *thread.ClaimLostError
+// names the runs that are not.
 func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
 	data, err := encodeLog(segs)
 	if err != nil || data == nil {
 		return err
 	}
-	if _, err := s.logPool.Exec(ctx, sqlLogAppend, data); err != nil {
+	ids, claims := make([]uuid.UUID, 0, len(segs)), make([]int64, 0, len(segs))
+	for _, sg := range segs {
+		if len(sg.Records) > 0 {
+			ids, claims = append(ids, sg.RunID), append(claims, sg.Claim)
+		}
+	}
+	var lost []uuid.UUID
+	if err := s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims).Scan(&lost); err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
+	}
+	if len(lost) > 0 {
+		return &thread.ClaimLostError{Runs: lost}
 	}
 	return nil
 }
@@ -557,7 +570,7 @@ func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time) error {
 	}
 	r := in.Run
 	usage, rerr := finishJSON(in)
-	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now)
+	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now, r.Claim)
 	queueCheckpoint(b, &in.Assistant)
 	b.Queue(sqlEventsDelete, r.ID)
 	b.Queue(sqlEventsInsert, r.ID, in.Records[0].Seq, in.Records[len(in.Records)-1].Seq, data)
@@ -595,31 +608,47 @@ func finishJSON(in thread.RunFinish) (usage, rerr []byte) {
 	return usage, rerr
 }
 
-// RunLeaseRenew extends the owner's leases; see thread.Store. A run whose
-// row another transaction holds is skipped, not waited for: it is being
-// ended or flagged, and the next renewal takes it. Waiting could deadlock
-// with a write of several runs' ends (RunFinishAll), which locks its runs
-// in another order.
-func (s *Store) RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_until = $2 WHERE id IN (
-			SELECT id FROM runs WHERE owner = $1 AND status = 'running' FOR UPDATE SKIP LOCKED)
-		RETURNING id, cancel_requested`, owner, until)
-	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", interpretError(err))
+// RunLeaseRenew extends the leases of runs still running under their
+// claims; see thread.Store. A run whose row another transaction holds is
+// skipped, not waited for: it is being ended or flagged, and the next
+// renewal takes it. Waiting could deadlock with a write of several runs'
+// ends (RunFinishAll), which locks its runs in another order. Such a run is
+// not reported lost: lost are the runs that, in the statement's snapshot,
+// are gone, ended or under another claim.
+func (s *Store) RunLeaseRenew(ctx context.Context, claims []thread.RunClaim, until time.Time) (cancels, lost []uuid.UUID, err error) {
+	ids, epochs := make([]uuid.UUID, len(claims)), make([]int64, len(claims))
+	for i, c := range claims {
+		ids[i], epochs[i] = c.RunID, c.Claim
 	}
-	var cancels []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		var c bool
-		if err := rows.Scan(&id, &c); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("renew leases: %w", err)
-		}
-		if c {
+	rows, err := s.pool.Query(ctx, `WITH mine AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS m(id, claim)),
+		renewed AS (
+			UPDATE runs r SET lease_until = $3 FROM mine
+			WHERE r.id = mine.id AND r.claim = mine.claim AND r.status = 'running'
+				AND r.id IN (SELECT id FROM runs WHERE id = ANY($1) FOR UPDATE SKIP LOCKED)
+			RETURNING r.id, r.cancel_requested)
+		SELECT id, cancel_requested, false FROM renewed
+		UNION ALL
+		SELECT m.id, false, true FROM mine m
+		WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = m.id AND r.claim = m.claim AND r.status = 'running')`,
+		ids, epochs, until)
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew leases: %w", interpretError(err))
+	}
+	var id uuid.UUID
+	var cancel, gone bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &cancel, &gone}, func() error {
+		switch {
+		case gone:
+			lost = append(lost, id)
+		case cancel:
 			cancels = append(cancels, id)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew leases: %w", interpretError(err))
 	}
-	return cancels, interpretError(rows.Err())
+	return cancels, lost, nil
 }
 
 // RunRequestCancel flags a running run for its owner.
@@ -635,14 +664,26 @@ func (s *Store) RunRequestCancel(ctx context.Context, runID uuid.UUID) error {
 }
 
 // RunClaimExpired takes over runs whose lease ended; see thread.Store.
+// Each claim takes a new epoch, and, when it took any run, advisory lock
+// (21580, 1) exclusively before it commits: every log append of an old
+// claim (threadline_log_append, which holds that lock shared) has then
+// either committed, and is in the log the claimer reads next, or will
+// find its claim gone.
 func (s *Store) RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*thread.Run, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET owner = $1, lease_until = $3 WHERE id IN (
-			SELECT id FROM runs WHERE status = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED)
-		RETURNING `+runCols, owner, now, until, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim expired runs: %w", interpretError(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*thread.Run, error) { return scanRun(r) })
+	var out []*thread.Run
+	err := withTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET owner = $1, lease_until = $3, claim = claim + 1 WHERE id IN (
+				SELECT id FROM runs WHERE status = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED)
+			RETURNING `+runCols, owner, now, until, limit)
+		if err != nil {
+			return err
+		}
+		if out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*thread.Run, error) { return scanRun(r) }); err != nil || len(out) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(21580, 1)`)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim expired runs: %w", interpretError(err))
 	}

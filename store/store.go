@@ -239,7 +239,13 @@ func interpretError(err error) error {
 				e.MessageID, _ = uuid.Parse(msg)
 			}
 			return e
-		case "TL410", "TL412":
+		case "TL410", "TL411": // the run ended, or is another claim's (0009)
+			lost := &thread.ClaimLostError{}
+			if id, err := uuid.Parse(pe.Detail); err == nil {
+				lost.Runs = []uuid.UUID{id}
+			}
+			return lost
+		case "TL412":
 			return &errcode.Error{Code: errcode.Conflict, Message: pe.Message}
 		}
 	}

@@ -629,8 +629,9 @@ func TestRunLogCompacts(t *testing.T) {
 	if err != nil || got.Status != thread.RunFailed || got.LastSequence != 43 || got.Error == nil || got.Error.Code != "model_error" {
 		t.Fatalf("RunGet: got %+v (%v)", got, err)
 	}
-	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all}); errcode.Of(err) != errcode.Conflict {
-		t.Fatalf("second RunFinish: got %v, want conflict", err)
+	var lost *thread.ClaimLostError
+	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunFailed, Assistant: asst, Records: all}); !errors.As(err, &lost) || len(lost.Runs) != 1 || lost.Runs[0] != r.ID {
+		t.Fatalf("second RunFinish: got %v, want the claim on %s lost", err, r.ID)
 	}
 }
 
@@ -1268,8 +1269,8 @@ func TestRunFinishAll(t *testing.T) {
 	if err := s.RunFinish(ctx, fins[1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RunFinishAll(ctx, fins); errcode.Of(err) != errcode.Conflict {
-		t.Fatalf("RunFinishAll with an ended run: got %v, want conflict", err)
+	if err := s.RunFinishAll(ctx, fins); !errors.As(err, new(*thread.ClaimLostError)) {
+		t.Fatalf("RunFinishAll with an ended run: got %v, want its claim lost", err)
 	}
 	for _, i := range []int{0, 2} {
 		if r, err := s.RunGet(ctx, fins[i].Run.ThreadID, fins[i].Run.ID); err != nil || r.Status != thread.RunRunning {
@@ -1322,9 +1323,10 @@ func TestRunLeaseRenewSkipsLocked(t *testing.T) {
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cancels, err := s.RunLeaseRenew(rctx, "test", until)
-	if err != nil || len(cancels) != 1 || cancels[0] != runs[0].ID {
-		t.Fatalf("renew with a locked run: cancels %v (%v), want [%s] without waiting", cancels, err, runs[0].ID)
+	claims := []thread.RunClaim{{RunID: runs[0].ID}, {RunID: runs[1].ID}}
+	cancels, lost, err := s.RunLeaseRenew(rctx, claims, until)
+	if err != nil || len(cancels) != 1 || cancels[0] != runs[0].ID || len(lost) != 0 {
+		t.Fatalf("renew with a locked run: cancels %v lost %v (%v), want [%s] and none lost, without waiting", cancels, lost, err, runs[0].ID)
 	}
 	for i, want := range []bool{true, false} {
 		r, err := s.RunGet(ctx, runs[i].ThreadID, runs[i].ID)

@@ -54,7 +54,7 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlLogAppend, data); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}); err != nil {
 		return fmt.Errorf("warm: append events: %w", err)
 	}
 	b = &pgx.Batch{}
@@ -84,11 +84,14 @@ func warmLog(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("warm log: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	data, err := encodeLog([]thread.Segment{{RunID: uuid.New(), Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "warm"}}}})
+	id := uuid.New()
+	data, err := encodeLog([]thread.Segment{{RunID: id, Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "warm"}}}})
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlLogAppend, data); err != nil {
+	// No such run: the claim check refuses it, and the statement is
+	// planned and its function compiled all the same.
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}); err != nil {
 		return fmt.Errorf("warm log: append events: %w", err)
 	}
 	return nil

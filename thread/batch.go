@@ -2,6 +2,7 @@ package thread
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -20,7 +21,13 @@ type batcher[T any] struct {
 	all     func(context.Context, []T) error
 	one     func(context.Context, T) error
 	max     int // the most requests in one write
+	life    lifecycle
+	// open says the goroutine takes requests: write refuses them when not.
+	open bool
 }
+
+// errBatcherStopped answers a write to a batcher that is not running.
+var errBatcherStopped = errors.New("the service's writer is stopped")
 
 // batchMax bounds one write: a burst of thousands of ends is written as
 // several transactions of this many, so that none grows without bound and
@@ -33,16 +40,30 @@ type batchReq[T any] struct {
 }
 
 func newBatcher[T any](all func(context.Context, []T) error, one func(context.Context, T) error) *batcher[T] {
-	b := &batcher[T]{kick: make(chan struct{}, 1), all: all, one: one, max: batchMax}
-	go b.loop()
-	return b
+	return &batcher[T]{kick: make(chan struct{}, 1), all: all, one: one, max: batchMax}
 }
+
+// Start starts the batcher's goroutine.
+func (b *batcher[T]) Start() {
+	b.mu.Lock()
+	b.open = true
+	b.mu.Unlock()
+	b.life.start(b.loop)
+}
+
+// Stop stops the goroutine after the write in flight; requests that wait
+// for a later write are answered errBatcherStopped, and so are later ones.
+func (b *batcher[T]) Stop() { b.life.stop() }
 
 // write writes item, with whatever else is pending, and returns the
 // store's answer for it.
 func (b *batcher[T]) write(item T) error {
 	req := batchReq[T]{item: item, done: make(chan error, 1)}
 	b.mu.Lock()
+	if !b.open {
+		b.mu.Unlock()
+		return errBatcherStopped
+	}
 	b.pending = append(b.pending, req)
 	b.mu.Unlock()
 	select {
@@ -59,8 +80,23 @@ func (b *batcher[T]) waiting() int {
 	return len(b.pending)
 }
 
-func (b *batcher[T]) loop() {
-	for range b.kick {
+func (b *batcher[T]) loop(stop <-chan struct{}) {
+	defer func() {
+		b.mu.Lock()
+		b.open = false
+		rest := b.pending
+		b.pending = nil
+		b.mu.Unlock()
+		for _, r := range rest {
+			r.done <- errBatcherStopped
+		}
+	}()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-b.kick:
+		}
 		b.mu.Lock()
 		batch := b.pending
 		b.pending = nil

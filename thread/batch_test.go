@@ -45,6 +45,8 @@ func TestBatcher(t *testing.T) {
 				return nil
 			})
 			b.max = 4
+			b.Start()
+			defer b.Stop()
 			answers := make([]chan error, 11)
 			for i := range answers {
 				answers[i] = make(chan error, 1)

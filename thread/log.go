@@ -2,9 +2,13 @@ package thread
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // committer is the group commit of every run's event log: one goroutine
@@ -14,6 +18,13 @@ import (
 // published before it is durable. A run's records join only once its start
 // is committed: the store finds them in rows written after the start (see
 // Store.RunEventsAppend).
+//
+// A commit that fails is retried with backoff, with whatever gathered
+// meanwhile; its records are published once a retry commits them. A run
+// whose claim the store refuses (recovery took it over elsewhere) is
+// dropped from the commit, its records are never published, and its
+// writer's lost callback stops it; the other runs' records are written
+// again at once.
 type committer struct {
 	s       *Service
 	mu      sync.Mutex
@@ -21,13 +32,24 @@ type committer struct {
 	kick    chan struct{}
 	// dirty says the store may hold log rows of ended runs to purge.
 	dirty atomic.Bool
+	life  lifecycle
+	// backoff is the wait before the next attempt after a failed commit
+	// (0 after a success); retryMin and retryMax bound it.
+	backoff            time.Duration
+	retryMin, retryMax time.Duration
 }
 
 func newCommitter(s *Service) *committer {
-	c := &committer{s: s, pending: make(map[*logWriter]struct{}), kick: make(chan struct{}, 1)}
-	go c.loop()
-	return c
+	return &committer{s: s, pending: make(map[*logWriter]struct{}), kick: make(chan struct{}, 1),
+		retryMin: 10 * time.Millisecond, retryMax: time.Second}
 }
+
+// Start starts the commit goroutine; Stop stops it, after the commit in
+// flight. Records still pending then are left to their runs' final writes.
+func (c *committer) Start() { c.life.start(c.loop) }
+
+// Stop stops the goroutine and waits for it.
+func (c *committer) Stop() { c.life.stop() }
 
 // logWriter is one run's side of the committer. Its records are all, in
 // sequence order; those from all[taken] on are pending: not yet taken by a
@@ -45,8 +67,14 @@ type logWriter struct {
 	ended    bool // the run's final write committed: all is its whole log
 	inflight bool
 	stopped  bool
-	failed   bool
-	idle     *sync.Cond
+	// retrying says its last commit failed: stop then takes its pending
+	// records into the run's final write instead of waiting for a retry.
+	retrying bool
+	// lost says the store refused the run's claim: nothing more of it is
+	// written or published, and lostFn (if set) was called once.
+	lost   bool
+	lostFn func()
+	idle   *sync.Cond
 	// start is where the writing of the run's start stands; records wait
 	// in pending until it is committed (their rows need the run's row).
 	start     startState
@@ -99,14 +127,18 @@ func (w *logWriter) started(ok bool) {
 	close(w.startDone)
 	w.mu.Unlock()
 	if queue {
-		w.c.queue(w)
+		w.c.queue(w, true)
 	}
 }
 
-func (c *committer) queue(w *logWriter) {
+// queue adds w to the next commit, and wakes the commit goroutine if kick.
+func (c *committer) queue(w *logWriter, kick bool) {
 	c.mu.Lock()
 	c.pending[w] = struct{}{}
 	c.mu.Unlock()
+	if !kick {
+		return // a failed commit's retry takes it
+	}
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -120,15 +152,16 @@ func (w *logWriter) add(rec Record) {
 		w.since = time.Now()
 	}
 	w.all = append(w.all, rec)
-	queue := !w.inflight && !w.failed && w.start == startCommitted
+	queue := !w.inflight && !w.lost && w.start == startCommitted
 	w.mu.Unlock()
 	if queue {
-		w.c.queue(w)
+		w.c.queue(w, true)
 	}
 }
 
 // stop waits until the group commit has written every record added so far
-// (or failed), then for the writer's commit in flight, and returns the
+// (or its last attempt failed, or the run's claim was lost), then for the
+// writer's commit in flight, and returns the
 // records that are not durable yet; the run's final transaction writes
 // them. Draining first sends a run's last tokens out with the other runs'
 // next commit, on the log's own connection, instead of behind the run's
@@ -136,7 +169,7 @@ func (w *logWriter) add(rec Record) {
 func (w *logWriter) stop() []Record {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.start == startCommitted && !w.failed && (w.inflight || w.taken < len(w.all)) {
+	for w.start == startCommitted && !w.retrying && !w.lost && (w.inflight || w.taken < len(w.all)) {
 		w.idle.Wait() // pending records are queued: the commit broadcasts
 	}
 	w.stopped = true
@@ -183,9 +216,25 @@ type takenRecs struct {
 	since time.Time
 }
 
-func (c *committer) loop() {
-	for range c.kick {
-		c.commit()
+func (c *committer) loop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.kick:
+		}
+		for c.commit() {
+			// Failed: wait, then try again with what gathered meanwhile.
+			c.backoff = min(max(2*c.backoff, c.retryMin), c.retryMax)
+			t := time.NewTimer(c.backoff)
+			select {
+			case <-stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		c.backoff = 0
 	}
 }
 
@@ -205,38 +254,76 @@ func (c *committer) purge(ctx context.Context) {
 }
 
 // commit writes what every pending writer has, in one store write, and
-// publishes it.
-func (c *committer) commit() {
+// publishes it. It reports whether the write failed and is to be retried.
+func (c *committer) commit() (retry bool) {
 	c.mu.Lock()
 	ws := c.pending
 	c.pending = make(map[*logWriter]struct{}, len(ws))
 	c.mu.Unlock()
 	batch := make([]takenRecs, 0, len(ws))
-	segs := make([]Segment, 0, len(ws))
 	for w := range ws {
 		w.mu.Lock()
-		if !w.stopped && !w.failed && w.start == startCommitted && len(w.all) > w.taken {
+		if !w.stopped && !w.lost && w.start == startCommitted && len(w.all) > w.taken {
 			recs := w.all[w.taken:len(w.all):len(w.all)]
 			batch = append(batch, takenRecs{w, w.taken, recs, w.since})
-			segs = append(segs, Segment{RunID: w.run.ID, Records: recs})
 			w.taken = len(w.all)
 			w.inflight = true
 		}
 		w.mu.Unlock()
 	}
-	if len(segs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := c.s.store.RunEventsAppend(ctx, segs)
-	cancel()
-	if err != nil {
-		c.s.log.Error("append run events", "runs", len(segs), "err", err)
-	} else {
+	for len(batch) > 0 {
+		segs := make([]Segment, len(batch))
+		for i, t := range batch {
+			segs[i] = Segment{RunID: t.w.run.ID, Claim: t.w.run.Claim, Records: t.recs}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.s.store.RunEventsAppend(ctx, segs)
+		cancel()
+		var lost *ClaimLostError
+		if errors.As(err, &lost) && len(lost.Runs) > 0 {
+			// Nothing was written: drop the lost runs, write the rest.
+			batch = c.drop(batch, lost.Runs)
+			continue
+		}
+		if err != nil {
+			c.s.log.Error("append run events; retrying", "runs", len(segs), "err", err)
+			c.settle(batch, false)
+			return true
+		}
 		c.dirty.Store(true)
+		c.settle(batch, true)
+		return false
 	}
+	return false
+}
+
+// drop takes the runs whose claim was lost out of batch: their writers
+// publish and write nothing more, and their runs are told.
+func (c *committer) drop(batch []takenRecs, runs []uuid.UUID) []takenRecs {
+	keep := batch[:0]
 	for _, t := range batch {
-		if err == nil {
+		if !slices.Contains(runs, t.w.run.ID) {
+			keep = append(keep, t)
+			continue
+		}
+		t.w.mu.Lock()
+		t.w.inflight, t.w.lost, t.w.taken = false, true, t.from
+		fn := t.w.lostFn
+		t.w.idle.Broadcast()
+		t.w.mu.Unlock()
+		if fn != nil {
+			fn()
+		}
+	}
+	return keep
+}
+
+// settle records the outcome of a commit of batch: committed records are
+// published; failed ones go back to pending, for the retry or the run's
+// final write.
+func (c *committer) settle(batch []takenRecs, ok bool) {
+	for _, t := range batch {
+		if ok {
 			// Durable before published: a rejoin that subscribes and
 			// then reads memory misses nothing.
 			t.w.mu.Lock()
@@ -245,15 +332,31 @@ func (c *committer) commit() {
 			c.s.publish(t.w.run, t.recs, t.since)
 		}
 		t.w.mu.Lock()
-		t.w.inflight = false
-		if err != nil {
-			// Leave them to the run's final transaction, which retries.
-			t.w.failed = true
+		t.w.inflight, t.w.retrying = false, !ok
+		if !ok {
 			t.w.taken = t.from
-		} else if len(t.w.all) > t.w.taken && !t.w.stopped {
-			c.queue(t.w)
 		}
+		requeue := len(t.w.all) > t.w.taken && !t.w.stopped && !t.w.lost
 		t.w.idle.Broadcast()
 		t.w.mu.Unlock()
+		if requeue {
+			c.queue(t.w, ok)
+		}
 	}
+}
+
+// committed reports whether the run's start is committed.
+func (w *logWriter) committed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.start == startCommitted
+}
+
+// lose marks the run's claim lost (by a lease renewal): nothing more of it
+// is committed or published, and stop does not wait for its records.
+func (w *logWriter) lose() {
+	w.mu.Lock()
+	w.lost = true
+	w.idle.Broadcast()
+	w.mu.Unlock()
 }

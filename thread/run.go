@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -43,6 +44,10 @@ func (r *RunRequest) Validate() error {
 	if r.Config.Temperature != nil && (*r.Config.Temperature < 0 || *r.Config.Temperature > 2) {
 		return errcode.New(errcode.Invalid, "run_config.temperature must be between 0 and 2")
 	}
+	if bytes.Contains(r.Config.Custom, []byte(`\u0000`)) {
+		// jsonb holds no U+0000; a client's own data is refused, not changed.
+		return errcode.New(errcode.Invalid, "run_config.custom must not contain \\u0000")
+	}
 	if m := r.Message; m != nil {
 		if len(m.Content) == 0 && len(m.AttachmentIDs) == 0 {
 			return errcode.New(errcode.Invalid, "message.content must not be empty")
@@ -65,6 +70,29 @@ func (r *RunRequest) Validate() error {
 	return nil
 }
 
+// clean makes the request's texts storable: a U+0000 in the message or
+// the system prompt becomes U+FFFD (see storable), before the message id's
+// idempotency compares contents.
+func (r *RunRequest) clean() {
+	r.Config.System = storable(r.Config.System)
+	if m := r.Message; m != nil {
+		var parts []checkpoint.Part
+		for i, p := range m.Content {
+			if t := storable(p.Text); t != p.Text {
+				if parts == nil {
+					parts = append([]checkpoint.Part(nil), m.Content...)
+				}
+				parts[i].Text = t
+			}
+		}
+		if parts != nil {
+			mm := *m
+			mm.Content = parts
+			r.Message = &mm
+		}
+	}
+}
+
 // errUnsaved is StartRun's error when the run could not be written.
 var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run could not be saved; retry the request with the same message id"}
 
@@ -82,21 +110,83 @@ type activeRun struct {
 	thread *Thread
 	user   *checkpoint.Node // the run's new user message, or nil
 	log    *logWriter
+	// ending says the model is done and the run's end is being written:
+	// a cancel can no longer change it.
+	ending bool
+	// lost says the run's claim was taken elsewhere: it stops, and
+	// nothing more of it is written or published.
+	lost bool
+	// released says its lease is not renewed any more: it ended, lost its
+	// claim, or its end could not be written and recovery is to end it.
+	released bool
 }
 
-func (a *activeRun) cancel(why RunStatus) {
+// cancel stops the run's model with why as its final status. It reports
+// false when the model was already done and the end is being written.
+func (a *activeRun) cancel(why RunStatus) bool {
 	a.mu.Lock()
+	if a.ending {
+		a.mu.Unlock()
+		return false
+	}
 	if a.why == "" {
 		a.why = why
 	}
 	a.mu.Unlock()
 	a.stop()
+	return true
 }
 
 func (a *activeRun) reason() RunStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.why
+}
+
+// lose records that the run's claim was lost: its model stops, and its
+// log writer writes and publishes nothing more.
+func (a *activeRun) lose() {
+	a.mu.Lock()
+	first := !a.lost
+	a.lost, a.released = true, true
+	a.mu.Unlock()
+	if first {
+		a.log.lose()
+		a.stop()
+	}
+}
+
+func (a *activeRun) isLost() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lost
+}
+
+// end marks the model done: a cancel from now on waits for the end. It
+// reports false if the claim was lost first.
+func (a *activeRun) end() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ending = true
+	return !a.lost
+}
+
+func (a *activeRun) release() {
+	a.mu.Lock()
+	a.released = true
+	a.mu.Unlock()
+}
+
+// claim returns the run's claim while its lease is to be renewed: its
+// start is committed and it was not released.
+func (a *activeRun) claim() (RunClaim, bool) {
+	a.mu.Lock()
+	released := a.released
+	a.mu.Unlock()
+	if released || !a.log.committed() {
+		return RunClaim{}, false
+	}
+	return RunClaim{RunID: a.run.ID, Claim: a.run.Claim}, true
 }
 
 // StartRun resolves the fork, starts the model in the background and
@@ -115,6 +205,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	if err := req.Validate(); err != nil {
 		return nil, false, err
 	}
+	req.clean()
 	model, modelName, err := s.models.Resolve(req.Config.Model)
 	if err != nil {
 		return nil, false, err
@@ -245,6 +336,10 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	}
 	started := s.launch(th, user, created, tree, model, mreq, in)
 	if err := <-started; err != nil {
+		if err == ErrShuttingDown {
+			created.first.claim().Close()
+			return nil, false, err
+		}
 		if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
 			// A concurrent retry with the same message id won the race.
 			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
@@ -412,8 +507,17 @@ func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkp
 	ctx, stop := context.WithCancel(context.Background())
 	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
 		log: s.commits.writer(r, firstRecord(r))}
+	ar.log.lostFn = ar.lose
 	started := make(chan error, 1)
 	s.mu.Lock()
+	if s.closing {
+		// Checked under the lock Shutdown sets closing with: a run either
+		// is counted before Shutdown waits, or never starts.
+		s.mu.Unlock()
+		stop()
+		started <- ErrShuttingDown
+		return started
+	}
 	s.runs[r.ID] = ar
 	s.byThread[r.ThreadID] = ar
 	s.runsDone.Add(1)
@@ -511,6 +615,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 			return ar.ctx.Err()
 		}
 		seq++
+		tok = storable(tok)
 		text.WriteString(tok)
 		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
 		return nil
@@ -527,6 +632,14 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		s.hub.End(r.ID) // nothing was published
 		return
 	}
+	if !ar.end() {
+		// Recovery elsewhere took the run over: it ends it from the log,
+		// which holds everything published here. Followers here read it
+		// there once their subscriptions end.
+		s.log.Warn("run lost its claim; stopped", "run_id", r.ID, "thread_id", r.ThreadID)
+		s.hub.End(r.ID)
+		return
+	}
 
 	status, st := RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}
 	var runErr *RunError
@@ -535,9 +648,9 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	case ar.ctx.Err() != nil && ar.reason() != "":
 		status, st = RunCancelled, &checkpoint.Status{Type: "incomplete", Reason: "cancelled"}
 	case coded && me.Code.IsModel():
-		status, runErr = RunFailed, &RunError{Code: me.Code, Message: me.Message}
+		status, runErr = RunFailed, &RunError{Code: me.Code, Message: storable(me.Message)}
 	case err != nil:
-		status, runErr = RunFailed, &RunError{Code: errcode.ModelError, Message: err.Error()}
+		status, runErr = RunFailed, &RunError{Code: errcode.ModelError, Message: storable(err.Error())}
 	case res.StopReason == "length":
 		st = &checkpoint.Status{Type: "incomplete", Reason: "length"}
 	}
@@ -553,10 +666,10 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 	modelName := r.Model
 	if res.Model != "" && res.Model != r.Model {
-		modelName = r.Model + " (" + res.Model + ")"
+		modelName = r.Model + " (" + storable(res.Model) + ")"
 	}
 	first := status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1
-	fin := finishing{run: r, log: w, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
+	fin := finishing{run: r, ar: ar, log: w, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
 		model: modelName, usage: usage, err: runErr}
 	if first && s.cfg.TitleModel == "" {
 		// Titled in the final transaction, so a client that reads the
@@ -566,7 +679,9 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	if merged {
 		fin.create, fin.first, fin.started = &in, &firstEv, started
 	}
-	s.finish(fin)
+	if s.finish(fin) != nil {
+		return
+	}
 	if first && s.cfg.TitleModel != "" {
 		// A title model takes its time: the stream does not wait for it.
 		s.autoTitle(r.ThreadID, tree, text.String())
@@ -581,6 +696,7 @@ func firstRecord(r *Run) Record {
 // finishing is what finish writes and publishes.
 type finishing struct {
 	run    *Run
+	ar     *activeRun // nil when recovering another process's run
 	log    *logWriter // nil when recovering another process's run
 	tree   *checkpoint.Tree
 	status RunStatus
@@ -602,7 +718,9 @@ type finishing struct {
 
 // finish writes the assistant checkpoint and the compacted log, then
 // publishes what was not yet published and ends the run's subscriptions.
-func (s *Service) finish(f finishing) {
+// It returns the write's error when the end could not be written: nothing
+// more is published then (see writeEnd).
+func (s *Service) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
 		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
@@ -611,28 +729,13 @@ func (s *Service) finish(f finishing) {
 	final := Record{Seq: all[len(all)-1].Seq + 1, Kind: KindSnapshot, Status: status, TreeSeq: asst.Seq}
 	all = append(all, final)
 	tail = append(tail, final)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	in := RunFinish{Run: r, Status: status, Assistant: asst, Records: all, Model: f.model, Usage: f.usage, Error: f.err, Title: f.title}
-	var err error
-	if f.create != nil {
-		err = s.store.RunComplete(ctx, *f.create, in)
-	} else {
-		err = s.ends.write(in)
+	if err := s.writeEnd(f, in); err != nil {
+		s.endUnwritten(f, err)
+		return err
 	}
-	if err != nil {
-		// Nothing more is published. A committed start: the lease lapses
-		// and recovery ends the run from its durable log. An unwritten
-		// one: nothing of the run exists, and StartRun returns the error.
-		if f.create == nil {
-			s.log.Error("finish run", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
-		}
-		s.leaveThread(r)
-		s.hub.End(r.ID)
-		if f.started != nil {
-			f.started <- err
-		}
-		return
+	if f.ar != nil {
+		f.ar.release() // ended: nothing to renew
 	}
 	if f.log != nil {
 		f.log.end(all) // before publishing: see committer.commit
@@ -670,6 +773,80 @@ func (s *Service) finish(f finishing) {
 		s.cfg.OnRunEnd(status)
 	}
 	s.log.Info("run ended", "run_id", r.ID, "thread_id", r.ThreadID, "status", status, "events", final.Seq)
+	return nil
+}
+
+// endUnwritten settles a run whose end could not be written: nothing more
+// of it is published and its subscriptions end (followers read the rest
+// from the store). A committed start that is still this process's is
+// released: its lease is not renewed, so recovery, here or elsewhere, ends
+// it from its durable log once the lease lapses. An unwritten start left
+// nothing behind, and StartRun returns the error.
+func (s *Service) endUnwritten(f finishing, err error) {
+	r := f.run
+	var lost *ClaimLostError
+	switch {
+	case f.create != nil:
+	case f.ar == nil: // recovery: the caller reports it
+	case errors.As(err, &lost):
+		s.log.Warn("run lost its claim before its end was written; stopped", "run_id", r.ID, "thread_id", r.ThreadID)
+	default:
+		f.ar.release()
+		s.log.Error("write run end; released for recovery", "run_id", r.ID, "thread_id", r.ThreadID, "err", err)
+	}
+	s.leaveThread(r)
+	s.hub.End(r.ID)
+	if f.started != nil {
+		f.started <- err
+	}
+}
+
+// writeEnd writes a run's end: with its start when that was never written
+// (Store.RunComplete), else through the ends batcher (Store.RunFinish). An
+// end write after a committed start that fails for a cause other than a
+// refusal (a coded error, a lost claim) is retried with backoff for up to
+// a lease: a database that comes back within it keeps the whole reply. A
+// run written whole is not retried: nothing of it was published or
+// stored, and StartRun answers unavailable at once. Recovery's writes are
+// not retried here either: a failed one is tried again after the lease it
+// took.
+func (s *Service) writeEnd(f finishing, in RunFinish) error {
+	deadline := time.Now().Add(s.cfg.Lease)
+	wait := s.cfg.RetryMin
+	for {
+		var err error
+		if f.create != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), max(s.cfg.Lease/3, time.Second))
+			err = s.store.RunComplete(ctx, *f.create, in)
+			cancel()
+		} else {
+			err = s.ends.write(in)
+		}
+		if err == nil || f.ar == nil || f.create != nil || !retryable(err) || f.ar.isLost() || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		s.log.Warn("write run end; retrying", "run_id", in.Run.ID, "in", wait.String(), "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.abandonCtx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, s.cfg.RetryMax)
+	}
+}
+
+// retryable reports whether a failed write may succeed if tried again:
+// not a refusal (a coded error other than unavailable, the store's word
+// for a database outage), not a lost claim, not a stopped service.
+func retryable(err error) bool {
+	var lost *ClaimLostError
+	if errors.As(err, &lost) || errors.Is(err, errBatcherStopped) {
+		return false
+	}
+	e, coded := errcode.As(err)
+	return !coded || e.Code == errcode.Unavailable
 }
 
 // titlePrompt is what the title model is asked before the exchange.
@@ -680,7 +857,8 @@ const titlePrompt = "Write a title of at most six words for the conversation bel
 // reply), else, or when that model fails, from the first words of the
 // first user message.
 func (s *Service) autoTitle(threadID uuid.UUID, tree *checkpoint.Tree, reply string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Bounded by Shutdown's grace too (abandonCtx).
+	ctx, cancel := context.WithTimeout(s.abandonCtx, 30*time.Second)
 	defer cancel()
 	if tree.Len() == 0 {
 		return
@@ -728,7 +906,7 @@ func (s *Service) modelTitle(ctx context.Context, question, reply string) (strin
 	}); err != nil {
 		return "", err
 	}
-	return TitleFrom(strings.Trim(strings.TrimSpace(b.String()), `"'`)), nil
+	return TitleFrom(storable(strings.Trim(strings.TrimSpace(b.String()), `"'`))), nil
 }
 
 func cut(s string, n int) string {
@@ -775,20 +953,50 @@ func (s *Service) Run(ctx context.Context) {
 			continue
 		case <-tick.C:
 		}
-		cancels, err := s.store.RunLeaseRenew(ctx, s.cfg.Owner, s.now().Add(s.cfg.Lease))
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("renew run leases", "err", err)
-		}
-		for _, id := range cancels {
-			s.cancelLocal(id, RunCancelled)
-		}
+		s.RenewLeases(ctx)
 		s.Recover(ctx)
+	}
+}
+
+// RenewLeases extends the lease of every run this process runs under its
+// claim, but not of a run it released (its end could not be written):
+// claims are per run, so such a run lapses and is recovered while the
+// others go on. A run whose claim was lost (recovered elsewhere after a
+// stall here, or its thread deleted) is stopped at once and publishes
+// nothing more; one whose cancel was requested elsewhere is cancelled.
+func (s *Service) RenewLeases(ctx context.Context) {
+	s.mu.Lock()
+	claims := make([]RunClaim, 0, len(s.runs))
+	for _, ar := range s.runs {
+		if c, ok := ar.claim(); ok {
+			claims = append(claims, c)
+		}
+	}
+	s.mu.Unlock()
+	if len(claims) == 0 {
+		return
+	}
+	cancels, lost, err := s.store.RunLeaseRenew(ctx, claims, s.now().Add(s.cfg.Lease))
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("renew run leases", "err", err)
+	}
+	for _, id := range cancels {
+		s.cancelLocal(id, RunCancelled)
+	}
+	for _, id := range lost {
+		s.mu.Lock()
+		ar := s.runs[id]
+		s.mu.Unlock()
+		if ar != nil {
+			ar.lose()
+		}
 	}
 }
 
 // Recover ends every run whose lease expired: its reply is written as
 // incomplete/other with the text its log holds, and its log ends with an
-// interrupted snapshot. It returns how many runs it recovered.
+// error event (run_interrupted) and an interrupted snapshot. It returns
+// how many runs it recovered.
 func (s *Service) Recover(ctx context.Context) int {
 	n := 0
 	for {
@@ -803,13 +1011,19 @@ func (s *Service) Recover(ctx context.Context) int {
 		if len(runs) == 0 {
 			return n
 		}
+		failed := 0
 		for _, r := range runs {
 			if err := s.recoverRun(ctx, r); err != nil {
+				// Its new lease lapses and a later pass tries again.
 				s.log.Error("recover run", "run_id", r.ID, "err", err)
+				failed++
 				continue
 			}
 			s.commits.dirty.Store(true) // its log rows can go
 			n++
+		}
+		if failed == len(runs) {
+			return n
 		}
 	}
 }
@@ -822,6 +1036,10 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 	if len(recs) == 0 {
 		recs = []Record{{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}}
 	}
+	for i := range recs {
+		// A log written before its tokens were cleaned (storable).
+		recs[i].Text, recs[i].Code = storable(recs[i].Text), errcode.Code(storable(string(recs[i].Code)))
+	}
 	th, err := s.store.ThreadGet(ctx, "", r.ThreadID)
 	if err != nil {
 		return err
@@ -832,13 +1050,21 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 	}
 	text, _ := foldTokens(recs)
 	st := &checkpoint.Status{Type: "incomplete", Reason: "other"}
-	s.finish(finishing{run: r, tree: tree.Upto(r.TreeSeq), status: RunInterrupted, st: st, text: text, all: recs, model: r.Model})
+	errRec := Record{Seq: recs[len(recs)-1].Seq + 1, Kind: KindError, Code: errcode.RunInterrupted,
+		Text: "the run was interrupted: the process running it stopped before it ended; the reply keeps what it had streamed"}
+	recs = append(recs, errRec)
+	err = s.finish(finishing{run: r, tree: tree.Upto(r.TreeSeq), status: RunInterrupted, st: st, text: text, all: recs,
+		tail: []Record{errRec}, model: r.Model})
+	if err != nil {
+		return err
+	}
 	s.log.Warn("recovered interrupted run", "run_id", r.ID, "thread_id", r.ThreadID, "tokens_kept", len(text))
 	return nil
 }
 
 // Shutdown stops new runs, lets running ones finish until ctx ends, then
-// cancels the rest and waits for their final writes.
+// cancels the rest (and any title call) and waits for their final writes,
+// which are no longer retried then, and stops the engine's goroutines.
 func (s *Service) Shutdown(ctx context.Context) {
 	s.mu.Lock()
 	s.closing = true
@@ -847,15 +1073,25 @@ func (s *Service) Shutdown(ctx context.Context) {
 	go func() { s.runsDone.Wait(); close(done) }()
 	select {
 	case <-done:
-		return
 	case <-ctx.Done():
+		s.abandonNow()
+		s.mu.Lock()
+		for _, ar := range s.runs {
+			ar.cancel(RunCancelled)
+		}
+		s.mu.Unlock()
+		<-done
 	}
+	s.commits.Stop()
+	s.starts.Stop()
+	s.ends.Stop()
+}
+
+// Draining reports whether Shutdown was called: new runs are refused.
+func (s *Service) Draining() bool {
 	s.mu.Lock()
-	for _, ar := range s.runs {
-		ar.cancel(RunCancelled)
-	}
-	s.mu.Unlock()
-	<-done
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 // ActiveRuns returns how many runs this process owns.

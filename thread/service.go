@@ -44,6 +44,9 @@ type Config struct {
 	// price is that a start the database refuses (another process changed
 	// the thread) has cost up to a linger of the model's time.
 	StartLinger time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts at a run's
+	// end write (50ms, 2s); the attempts stop after a lease.
+	RetryMin, RetryMax time.Duration
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -57,6 +60,11 @@ type Service struct {
 	commits *committer
 	starts  *batcher[startReq]
 	ends    *batcher[RunFinish]
+
+	// abandonCtx ends when Shutdown's grace does: title calls stop and
+	// failed end writes are no longer retried.
+	abandonCtx context.Context
+	abandonNow context.CancelFunc
 
 	mu       sync.Mutex
 	trees    map[uuid.UUID]*checkpoint.Tree
@@ -74,7 +82,8 @@ type Attachments interface {
 	AttachmentData(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Attachment, []byte, error)
 }
 
-// New returns a Service. Call Run to start lease renewal and recovery.
+// New returns a Service with its writers started. Call Run to start lease
+// renewal and recovery, and Shutdown to stop.
 func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Service {
 	if cfg.Owner == "" {
 		cfg.Owner = uuid.NewString()
@@ -94,11 +103,22 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	if cfg.StartLinger == 0 {
 		cfg.StartLinger = 2 * time.Millisecond
 	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = 50 * time.Millisecond
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = max(2*time.Second, cfg.RetryMin)
+	}
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
+	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.commits = newCommitter(s)
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
+	// Shutdown stops them once the runs have ended.
+	s.commits.Start()
+	s.starts.Start()
+	s.ends.Start()
 	return s
 }
 
@@ -200,7 +220,7 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	var waits []*activeRun
 	for _, ar := range s.runs {
 		if ar.run.ThreadID == id {
-			ar.cancel(RunCancelled)
+			ar.cancel(RunCancelled) // or its end is being written: wait for it
 			waits = append(waits, ar)
 		}
 	}
@@ -489,8 +509,19 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 	if r.Status.Done() {
 		return nil
 	}
-	if s.cancelLocal(runID, RunCancelled) {
-		return nil
+	if ar := s.local(runID); ar != nil {
+		if ar.cancel(RunCancelled) {
+			return nil
+		}
+		// Its model is done and its end is being written (retried while
+		// the database is away): answer once it is settled, so that the
+		// caller's next read sees the run ended.
+		select {
+		case <-ar.done:
+			return nil
+		case <-ctx.Done():
+			return errcode.New(errcode.Unavailable, "run %s has ended and its end is being written; retry", runID)
+		}
 	}
 	if err := s.store.RunRequestCancel(ctx, runID); err != nil && errcode.Of(err) != errcode.Conflict {
 		return err
@@ -498,15 +529,18 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 	return nil
 }
 
-func (s *Service) cancelLocal(runID uuid.UUID, why RunStatus) bool {
+// local returns the run if this process runs it, else nil.
+func (s *Service) local(runID uuid.UUID) *activeRun {
 	s.mu.Lock()
-	ar := s.runs[runID]
-	s.mu.Unlock()
-	if ar == nil {
-		return false
+	defer s.mu.Unlock()
+	return s.runs[runID]
+}
+
+// cancelLocal cancels the run if this process runs it.
+func (s *Service) cancelLocal(runID uuid.UUID, why RunStatus) {
+	if ar := s.local(runID); ar != nil {
+		ar.cancel(why)
 	}
-	ar.cancel(why)
-	return true
 }
 
 // Follow calls fn with every event of the run after sequence after, first

@@ -3,6 +3,7 @@ package thread
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,7 +101,12 @@ type Run struct {
 	Owner         string
 	LeaseUntil    time.Time
 	TreeSeq       int64 // the thread's last checkpoint Seq when the run started
-	CreatedAt     time.Time
+	// Claim is the run's claim epoch: 0 when it starts, one more each time
+	// recovery takes it over. Its owner's writes (log appends, the end,
+	// lease renewals) succeed only while the stored claim is still this
+	// one, so an owner that lost the run writes and publishes nothing more.
+	Claim     int64
+	CreatedAt time.Time
 	FinishedAt    *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
@@ -161,10 +167,29 @@ type Record struct {
 	TreeSeq int64        // snapshot
 }
 
-// Segment is consecutive records of one run's log.
+// Segment is consecutive records of one run's log, appended under the
+// run's claim.
 type Segment struct {
 	RunID   uuid.UUID
+	Claim   int64
 	Records []Record
+}
+
+// RunClaim names a run and the claim its owner holds on it.
+type RunClaim struct {
+	RunID uuid.UUID
+	Claim int64
+}
+
+// ClaimLostError is the store's answer to a write made under a claim that
+// is no longer the run's (recovery took it over, or it ended or was
+// deleted): nothing was written. Runs names the runs that were lost.
+type ClaimLostError struct {
+	Runs []uuid.UUID
+}
+
+func (e *ClaimLostError) Error() string {
+	return fmt.Sprintf("claim lost on %d run(s): recovered, ended or deleted elsewhere", len(e.Runs))
 }
 
 // RunCreate is what the store writes atomically to start a run.
@@ -249,7 +274,9 @@ type Store interface {
 	// RunActive returns the thread's running run, or not_found.
 	RunActive(ctx context.Context, threadID uuid.UUID) (*Run, error)
 	// RunEventsAppend durably appends, in one transaction, one segment of
-	// consecutive records to each run's log.
+	// consecutive records to each run's log, if every segment's claim is
+	// still its run's; else it writes nothing and returns a
+	// *ClaimLostError naming the runs whose claim is not.
 	RunEventsAppend(ctx context.Context, segs []Segment) error
 	// RunEventsAfter returns the logged records with Seq > after, in order.
 	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
@@ -259,20 +286,25 @@ type Store interface {
 	// run holds nothing shared. It reports whether something is left to
 	// free later.
 	RunLogPurge(ctx context.Context) (more bool, err error)
-	// RunFinish ends a running run; conflict if it is not running any more.
+	// RunFinish ends a running run under in.Run.Claim; a
+	// *ClaimLostError if the run is not running under that claim any more
+	// (recovered, ended, or its thread deleted).
 	RunFinish(ctx context.Context, in RunFinish) error
 	// RunFinishAll ends several running runs, each as RunFinish would, in
 	// one round trip and one commit. It is all or nothing: any refusal
 	// returns its error and writes nothing.
 	RunFinishAll(ctx context.Context, ins []RunFinish) error
-	// RunLeaseRenew extends the leases of the owner's running runs and
-	// returns those whose cancel was requested elsewhere.
-	RunLeaseRenew(ctx context.Context, owner string, until time.Time) ([]uuid.UUID, error)
+	// RunLeaseRenew extends the leases of the runs still running under
+	// the given claims. It returns those whose cancel was requested
+	// elsewhere, and lost: those not running under their claim any more.
+	RunLeaseRenew(ctx context.Context, claims []RunClaim, until time.Time) (cancels, lost []uuid.UUID, err error)
 	// RunRequestCancel flags a running run for its owner to cancel; conflict
 	// when it is no longer running.
 	RunRequestCancel(ctx context.Context, runID uuid.UUID) error
 	// RunClaimExpired takes over up to limit running runs whose lease ended
-	// before now, setting owner and lease, and returns them.
+	// before now, setting owner and lease and taking a new claim (the old
+	// claim's writes fail from then on, and any that committed before are
+	// in the log the claimer reads next), and returns them.
 	RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*Run, error)
 }
 

@@ -201,10 +201,10 @@ func TestRecoverInterruptedRun(t *testing.T) {
 	if err := svc.Follow(ctx, "local", tid, r.ID, 0, func(ev thread.Event, _ bool) error { evs = append(evs, ev); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 4 || !evs[3].Final() || evs[3].Snapshot.RunStatus != thread.RunInterrupted {
-		t.Fatalf("recovered log: got %d events, want 4 ending interrupted", len(evs))
+	if len(evs) != 5 || evs[3].Code != errcode.RunInterrupted || !evs[4].Final() || evs[4].Snapshot.RunStatus != thread.RunInterrupted {
+		t.Fatalf("recovered log: got %d events, want 5 ending with the run_interrupted error and the interrupted snapshot", len(evs))
 	}
-	got := evs[3].Snapshot.Tree.Get(r.MessageID)
+	got := evs[4].Snapshot.Tree.Get(r.MessageID)
 	if got == nil || got.Text() != "half done" || got.Status.Type != "incomplete" || got.Status.Reason != "other" {
 		t.Fatalf("recovered reply: got %+v", got)
 	}

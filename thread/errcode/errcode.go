@@ -67,13 +67,18 @@ const (
 	ModelTimeout Code = "model_timeout"
 	// ModelError is any other provider failure.
 	ModelError Code = "model_error"
+
+	// RunInterrupted ends, as a stream's error event, a run that recovery
+	// ended because the process running it stopped (or could not write
+	// its end) before it did.
+	RunInterrupted Code = "run_interrupted"
 )
 
 // Codes returns every code, so the edges can check they map each one.
 func Codes() []Code {
 	return []Code{Invalid, Unauthenticated, NotFound, Conflict, RunInProgress, TooLarge,
 		UnsupportedMediaType, InvalidFork, RateLimited, MethodNotAllowed, Unavailable, Internal,
-		ModelNotConfigured, ModelAuth, ModelTimeout, ModelError}
+		ModelNotConfigured, ModelAuth, ModelTimeout, ModelError, RunInterrupted}
 }
 
 // IsModel reports whether c is the code of a model failure, which a run
