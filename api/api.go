@@ -190,6 +190,11 @@ func (s *Server) Metrics() (onPublish func(time.Duration, int), onRunEnd func(th
 }
 
 func (s *Server) ready(c echo.Context) error {
+	if s.svc.Draining() {
+		// Shutting down: new runs are refused, so a balancer should stop
+		// sending traffic here.
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	}
 	if s.cfg.Ready != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()

@@ -52,6 +52,9 @@ var (
 type Builtin struct {
 	Tokens int
 	Delay  time.Duration
+	// Pacer paces its tokens when Delay is set (nil: a pacer shared by
+	// the process, started by its first stream).
+	Pacer *Pacer
 }
 
 // BuiltinName is the registry name and ModelResult.Model of the built-in model.
@@ -223,7 +226,11 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 		// unpaced path below should not pay for that.
 		paced := &tokenSource{s: seed(prompt, call), n: n}
 		send := func(i int) error { return onToken(paced.at(i)) }
-		if err := pace(ctx, n, m.Delay, send); err != nil {
+		pc := m.Pacer
+		if pc == nil {
+			pc = defaultPacer
+		}
+		if err := pc.pace(ctx, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
 	} else {

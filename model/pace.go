@@ -3,6 +3,7 @@ package model
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -13,19 +14,104 @@ import (
 // instead of once per token; a token is at most this late.
 const paceQuantum = time.Millisecond
 
-// The pacer sends the tokens of every paced built-in stream in the process
-// from one goroutine with one timer. With a ticker per stream, each token
-// cost a timer and a goroutine wake of its own, and a stream whose
-// goroutine was kept waiting by a busy process dropped ticks and fell
-// behind its schedule for good. Here token i is due at start + (i+1)*Delay
-// whatever happened before it: a late stream catches up at once, as a
-// provider's stream buffered in a socket would.
-var pacer = struct {
-	once sync.Once
-	mu   sync.Mutex
-	q    pacedQueue
-	wake chan struct{} // a stream was queued ahead of the pacer's sleep
-}{wake: make(chan struct{}, 1)}
+// A Pacer sends the tokens of every paced built-in stream from one
+// goroutine with one timer. With a ticker per stream, each token cost a
+// timer and a goroutine wake of its own, and a stream whose goroutine was
+// kept waiting by a busy process dropped ticks and fell behind its
+// schedule for good. Here token i is due at start + (i+1)*Delay whatever
+// happened before it: a late stream catches up at once, as a provider's
+// stream buffered in a socket would.
+//
+// Its goroutine is owned: Start starts it (the first stream does, if
+// nobody did), Stop stops it and ends every stream on it with
+// ErrPacerStopped, as do streams paced after it until the next Start.
+// Started and Stopped are closed when those happen.
+type Pacer struct {
+	mu      sync.Mutex
+	q       pacedQueue
+	wake    chan struct{} // a stream was queued ahead of the pacer's sleep
+	stop    chan struct{} // nil while the goroutine does not run
+	stopped chan struct{}
+	started chan struct{}
+	halted  bool // Stop was called and Start not since
+}
+
+// ErrPacerStopped ends a stream whose pacer was stopped.
+var ErrPacerStopped = errors.New("model: the pacer was stopped")
+
+// NewPacer returns a pacer whose goroutine is not started yet.
+func NewPacer() *Pacer {
+	return &Pacer{wake: make(chan struct{}, 1), started: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// defaultPacer paces built-in models that were given no pacer of their own.
+var defaultPacer = NewPacer()
+
+// Start starts the pacer's goroutine; it does nothing while it runs.
+func (pc *Pacer) Start() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.halted = false
+	pc.startLocked()
+}
+
+func (pc *Pacer) startLocked() {
+	if pc.stop != nil {
+		return
+	}
+	select {
+	case <-pc.started: // started and stopped before: new signals
+		pc.started, pc.stopped = make(chan struct{}), make(chan struct{})
+	default:
+	}
+	pc.stop = make(chan struct{})
+	stop, stopped := pc.stop, pc.stopped
+	close(pc.started)
+	go func() {
+		defer close(stopped)
+		pc.loop(stop)
+	}()
+}
+
+// Stop stops the goroutine, waits for it, and ends every stream on the
+// pacer with ErrPacerStopped.
+func (pc *Pacer) Stop() {
+	pc.mu.Lock()
+	stop, stopped := pc.stop, pc.stopped
+	pc.stop, pc.halted = nil, true
+	pc.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	close(stop)
+	<-stopped
+	pc.mu.Lock()
+	q := pc.q
+	pc.q = nil
+	pc.mu.Unlock()
+	for _, p := range q {
+		p.mu.Lock()
+		if !p.stopped {
+			p.stopped, p.err = true, ErrPacerStopped
+			close(p.done)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// Started is closed once the goroutine runs.
+func (pc *Pacer) Started() <-chan struct{} {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.started
+}
+
+// Stopped is closed once the goroutine has returned after Stop.
+func (pc *Pacer) Stopped() <-chan struct{} {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.stopped
+}
 
 // paced is one stream on the pacer. mu is held while a token is sent, so
 // that once its owner has set stopped under mu no token follows.
@@ -47,13 +133,14 @@ type paced struct {
 // (with its error) or when ctx ends (with ctx.Err()); no send runs after it
 // returns. send must not block: it runs on the goroutine every paced
 // stream shares.
-func pace(ctx context.Context, n int, every time.Duration, send func(i int) error) error {
+func (pc *Pacer) pace(ctx context.Context, n int, every time.Duration, send func(i int) error) error {
 	if n == 0 {
 		return nil
 	}
-	pacer.once.Do(func() { go paceLoop() })
 	p := &paced{ctx: ctx, n: n, at: time.Now().Add(every), every: every, send: send, done: make(chan struct{})}
-	paceQueue(p)
+	if !pc.queue(p) {
+		return ErrPacerStopped
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -68,55 +155,70 @@ func pace(ctx context.Context, n int, every time.Duration, send func(i int) erro
 	return p.err
 }
 
-func paceQueue(p *paced) {
-	pacer.mu.Lock()
-	heap.Push(&pacer.q, p)
-	first := pacer.q[0] == p
-	pacer.mu.Unlock()
+// queue adds p, starting the goroutine if nobody did; it reports false
+// when the pacer was stopped.
+func (pc *Pacer) queue(p *paced) bool {
+	pc.mu.Lock()
+	if pc.halted {
+		pc.mu.Unlock()
+		return false
+	}
+	pc.startLocked()
+	heap.Push(&pc.q, p)
+	first := pc.q[0] == p
+	pc.mu.Unlock()
 	if first {
 		select {
-		case pacer.wake <- struct{}{}:
+		case pc.wake <- struct{}{}:
 		default:
 		}
 	}
+	return true
 }
 
-func paceLoop() {
+func (pc *Pacer) loop(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	var due []*paced
 	for {
 		now := time.Now()
-		pacer.mu.Lock()
-		for len(pacer.q) > 0 && !pacer.q[0].at.After(now) {
-			due = append(due, heap.Pop(&pacer.q).(*paced))
+		pc.mu.Lock()
+		for len(pc.q) > 0 && !pc.q[0].at.After(now) {
+			due = append(due, heap.Pop(&pc.q).(*paced))
 		}
-		pacer.mu.Unlock()
+		pc.mu.Unlock()
 		for i, p := range due {
 			if p.step(now) {
-				pacer.mu.Lock()
-				heap.Push(&pacer.q, p)
-				pacer.mu.Unlock()
+				pc.mu.Lock()
+				heap.Push(&pc.q, p)
+				pc.mu.Unlock()
 			}
 			due[i] = nil
 		}
 		due = due[:0]
-		pacer.mu.Lock()
-		empty := len(pacer.q) == 0
+		pc.mu.Lock()
+		empty := len(pc.q) == 0
 		var wait time.Duration
 		if !empty {
-			wait = max(pacer.q[0].at.Sub(now), paceQuantum-time.Since(now), 0)
+			wait = max(pc.q[0].at.Sub(now), paceQuantum-time.Since(now), 0)
 		}
-		pacer.mu.Unlock()
+		pc.mu.Unlock()
 		if empty {
-			<-pacer.wake
+			select {
+			case <-pc.wake:
+			case <-stop:
+				return
+			}
 			continue
 		}
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-		case <-pacer.wake:
+		case <-pc.wake:
 			// Go 1.23+ timers: no stale tick is left to drain after Stop.
 			timer.Stop()
+		case <-stop:
+			return
 		}
 	}
 }

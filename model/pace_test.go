@@ -100,7 +100,7 @@ func TestPaceManyStreams(t *testing.T) {
 			defer wg.Done()
 			start := time.Now()
 			next := 0
-			err := pace(context.Background(), n, every, func(i int) error {
+			err := defaultPacer.pace(context.Background(), n, every, func(i int) error {
 				if i != next {
 					return fmt.Errorf("stream %d: got token %d, want %d", s, i, next)
 				}
@@ -124,7 +124,7 @@ func TestPaceManyStreams(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var mu sync.Mutex
 		sent, returned := 0, false
-		err := pace(ctx, 1000, every, func(i int) error {
+		err := defaultPacer.pace(ctx, 1000, every, func(i int) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if returned {
@@ -148,4 +148,39 @@ func TestPaceManyStreams(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestPacerStop: Stop ends the pacer's goroutine (its Stopped signal
+// closes), ends the stream still on it with ErrPacerStopped, and refuses
+// later streams until Start, after which they are paced again.
+func TestPacerStop(t *testing.T) {
+	t.Parallel()
+	pc := NewPacer()
+	first := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- pc.pace(context.Background(), 1<<20, time.Millisecond, func(i int) error {
+			if i == 0 {
+				close(first)
+			}
+			return nil
+		})
+	}()
+	<-pc.Started()
+	<-first
+	pc.Stop()
+	<-pc.Stopped()
+	if err := <-errc; !errors.Is(err, ErrPacerStopped) {
+		t.Fatalf("stream on a stopped pacer: got %v, want ErrPacerStopped", err)
+	}
+	if err := pc.pace(context.Background(), 1, time.Millisecond, func(int) error { return nil }); !errors.Is(err, ErrPacerStopped) {
+		t.Fatalf("stream after Stop: got %v, want ErrPacerStopped", err)
+	}
+	pc.Start()
+	<-pc.Started()
+	if err := pc.pace(context.Background(), 2, time.Millisecond, func(int) error { return nil }); err != nil {
+		t.Fatalf("stream after Start again: got %v, want nil", err)
+	}
+	pc.Stop()
+	<-pc.Stopped()
 }

@@ -162,6 +162,7 @@ type Registry struct {
 	getenv    func(string) string
 	transport http.RoundTripper
 	builtin   *Builtin
+	pacer     *Pacer // paces every built-in model of the registry
 	named     map[string]*entry
 	order     []string // listed names, builtin first
 	def       string
@@ -169,6 +170,14 @@ type Registry struct {
 	mu    sync.Mutex
 	cache map[string]*entry // provider:model names resolved so far
 }
+
+// Start starts the goroutine that paces the built-in models (their first
+// paced stream does if nobody did).
+func (r *Registry) Start() { r.pacer.Start() }
+
+// Stop stops it: streams still paced end with ErrPacerStopped. Call it
+// once no run uses the registry's models any more.
+func (r *Registry) Stop() { r.pacer.Stop() }
 
 // NewRegistry reads the configuration from getenv (os.Getenv in the
 // server; a map in tests) and, when THREADLINE_MODELS_FILE names one, the
@@ -210,9 +219,11 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		getenv:    getenv,
 		transport: newTransport(),
 		builtin:   NewBuiltin(tokens, delay),
+		pacer:     NewPacer(),
 		named:     map[string]*entry{},
 		cache:     map[string]*entry{},
 	}
+	r.builtin.Pacer = r.pacer
 	r.named[BuiltinName] = &entry{name: BuiltinName, provider: ProviderBuiltin, model: BuiltinName, m: r.builtin}
 	r.order = append(r.order, BuiltinName)
 
@@ -303,7 +314,9 @@ func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 			}
 			tokens = *mc.Tokens
 		}
-		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: NewBuiltin(tokens, delay)}
+		b := NewBuiltin(tokens, delay)
+		b.Pacer = r.pacer
+		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: b}
 		if mc.ContextBudget != nil {
 			e.budget = *mc.ContextBudget
 		}

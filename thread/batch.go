@@ -97,6 +97,11 @@ func (b *batcher[T]) loop(stop <-chan struct{}) {
 			return
 		case <-b.kick:
 		}
+		select {
+		case <-stop: // a stop wins over a write that waits
+			return
+		default:
+		}
 		b.mu.Lock()
 		batch := b.pending
 		b.pending = nil

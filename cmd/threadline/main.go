@@ -273,6 +273,7 @@ type Program struct {
 	log     *slog.Logger
 	store   *store.Store
 	svc     *thread.Service
+	models  *model.Registry
 	http    *http.Server
 	ln      net.Listener
 	stopBG  context.CancelFunc
@@ -339,7 +340,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	ln = api.LimitListener(ln, cfg.MaxConns)
-	p := &Program{cfg: cfg, log: log, store: st, svc: svc, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
+	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
 		http: httpServer(cfg, srv, log)}
 	if cfg.CPUProfile != "" {
 		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
@@ -391,6 +392,7 @@ func (p *Program) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownGrace)
 	defer cancel()
 	p.svc.Shutdown(ctx) // runs finish or are cancelled; their streams end
+	p.models.Stop()     // no run paces tokens any more
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer hcancel()
 	err := p.http.Shutdown(hctx)
