@@ -112,13 +112,13 @@ func TestCodes(t *testing.T) {
 	for _, want := range []string{"invalid_request", "unauthenticated", "not_found", "conflict",
 		"run_in_progress", "too_large", "unsupported_media_type", "invalid_fork", "rate_limited",
 		"method_not_allowed", "unavailable", "internal",
-		"model_not_configured", "model_auth", "model_timeout", "model_error"} {
+		"model_not_configured", "model_auth", "model_timeout", "model_error", "run_interrupted"} {
 		if !seen[errcode.Code(want)] {
 			t.Errorf("Codes(): lacks %q", want)
 		}
 	}
-	if len(seen) != 16 {
-		t.Errorf("Codes(): got %d codes, want 16", len(seen))
+	if len(seen) != 17 {
+		t.Errorf("Codes(): got %d codes, want 17", len(seen))
 	}
 }
 
