@@ -7,6 +7,7 @@
 #
 #   THREADLINE_ADDR            the service's address (127.0.0.1:8080)
 #   THREADLINE_BUILTIN_DELAY   per-token delay of the built-in model (30ms here)
+#   THREADLINE_BUILTIN_MODE    what the built-in model answers (demo here)
 #   WEB_HOST, WEB_PORT         where the web app listens (127.0.0.1:3000)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +17,7 @@ if [[ -z "${THREADLINE_DATABASE_URL:-}" ]]; then
 fi
 export THREADLINE_DATABASE_URL
 export THREADLINE_BUILTIN_DELAY="${THREADLINE_BUILTIN_DELAY:-30ms}"
+export THREADLINE_BUILTIN_MODE="${THREADLINE_BUILTIN_MODE:-demo}"
 web_host="${WEB_HOST:-127.0.0.1}" web_port="${WEB_PORT:-3000}"
 api="${THREADLINE_ADDR:-127.0.0.1:8080}"
 [[ $api == :* ]] && api="127.0.0.1$api"

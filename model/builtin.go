@@ -55,6 +55,8 @@ type Builtin struct {
 	// Pacer paces its tokens when Delay is set (nil: a pacer shared by
 	// the process, started by its first stream).
 	Pacer *Pacer
+	// Name is ModelResult.Model; BuiltinName when empty.
+	Name string
 }
 
 // BuiltinName is the registry name and ModelResult.Model of the built-in model.
@@ -249,11 +251,15 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 			}
 		}
 	}
+	name := m.Name
+	if name == "" {
+		name = BuiltinName
+	}
 	if fail != "" {
-		return thread.ModelResult{Model: BuiltinName, PromptTokens: ptoks, CompletionTokens: n},
+		return thread.ModelResult{Model: name, PromptTokens: ptoks, CompletionTokens: n},
 			&errcode.Error{Code: fail, Message: "the built-in model was asked to fail (/fail " + string(fail) + ")"}
 	}
-	return thread.ModelResult{Model: BuiltinName, PromptTokens: ptoks, CompletionTokens: n, StopReason: "stop"}, nil
+	return thread.ModelResult{Model: name, PromptTokens: ptoks, CompletionTokens: n, StopReason: "stop"}, nil
 }
 
 // stepLastUser returns the text of the last user message of a step request.

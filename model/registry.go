@@ -47,6 +47,7 @@ const (
 	EnvModels         = "THREADLINE_MODELS" // extra provider:model names to list
 	EnvBuiltinTokens  = "THREADLINE_BUILTIN_TOKENS"
 	EnvBuiltinDelay   = "THREADLINE_BUILTIN_DELAY"
+	EnvBuiltinMode    = "THREADLINE_BUILTIN_MODE"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvAnthropicKey   = "ANTHROPIC_API_KEY"
@@ -215,6 +216,14 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		}
 		delay = d
 	}
+	mode := strings.TrimSpace(getenv(EnvBuiltinMode))
+	switch mode {
+	case "":
+		mode = BuiltinWords
+	case BuiltinWords, BuiltinDemo:
+	default:
+		return nil, errcode.New(errcode.Invalid, "%s must be %s or %s, got %q", EnvBuiltinMode, BuiltinWords, BuiltinDemo, mode)
+	}
 	r := &Registry{
 		getenv:    getenv,
 		transport: newTransport(),
@@ -224,8 +233,15 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		cache:     map[string]*entry{},
 	}
 	r.builtin.Pacer = r.pacer
-	r.named[BuiltinName] = &entry{name: BuiltinName, provider: ProviderBuiltin, model: BuiltinName, m: r.builtin}
+	r.named[BuiltinName] = &entry{name: BuiltinName, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, "", tokens, delay)}
 	r.order = append(r.order, BuiltinName)
+	for _, m := range []string{BuiltinWords, BuiltinDemo} {
+		name := BuiltinName + ":" + m
+		r.named[name] = &entry{name: name, provider: ProviderBuiltin, model: m, m: r.builtinModel(m, name, tokens, delay)}
+		if m != mode {
+			r.order = append(r.order, name)
+		}
+	}
 
 	var fileDefault string
 	if path := strings.TrimSpace(getenv(EnvModelsFile)); path != "" {
@@ -286,6 +302,35 @@ func (r *Registry) listOnce(name string) {
 	r.order = append(r.order, name)
 }
 
+// Modes of the built-in model.
+const (
+	// BuiltinWords answers with pseudo-random four-letter words: the
+	// benchmarks' and tests' workload (see Builtin).
+	BuiltinWords = "words"
+	// BuiltinDemo answers in readable sentences and acts as an agent (see
+	// Demo).
+	BuiltinDemo = "demo"
+)
+
+// builtinModel is the built-in model of a mode; name is its ModelResult.Model
+// ("" for "builtin").
+func (r *Registry) builtinModel(mode, name string, tokens int, delay time.Duration) thread.Model {
+	if mode == BuiltinDemo {
+		return &Demo{Name: name, Delay: max(delay, 0), Pacer: r.pacer}
+	}
+	b := NewBuiltin(tokens, delay)
+	b.Name, b.Pacer = name, r.pacer
+	return b
+}
+
+// builtinMode is the mode "builtin" resolves to.
+func (r *Registry) builtinMode() string {
+	if _, ok := r.named[BuiltinName].m.(*Demo); ok {
+		return BuiltinDemo
+	}
+	return BuiltinWords
+}
+
 // ParseFileConfig decodes a models file strictly (unknown fields are errors).
 func ParseFileConfig(data []byte) (FileConfig, error) {
 	var fc FileConfig
@@ -314,9 +359,17 @@ func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 			}
 			tokens = *mc.Tokens
 		}
-		b := NewBuiltin(tokens, delay)
-		b.Pacer = r.pacer
-		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: b}
+		mode := mc.Model
+		switch {
+		case mode == "":
+			mode = r.builtinMode()
+		case mode != BuiltinWords && mode != BuiltinDemo:
+			return nil, errcode.New(errcode.Invalid, "model %q: a builtin model is %s or %s, not %q", mc.Name, BuiltinWords, BuiltinDemo, mode)
+		}
+		if mode == BuiltinDemo && mc.Tokens != nil {
+			return nil, errcode.New(errcode.Invalid, "model %q: tokens are for the words model (the demo's replies have their own length)", mc.Name)
+		}
+		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, mc.Name, tokens, delay)}
 		if mc.ContextBudget != nil {
 			e.budget = *mc.ContextBudget
 		}

@@ -117,7 +117,7 @@ func TestRegistryUnknownNames(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Code != errcode.Invalid {
 				t.Fatalf("Resolve(%q): got %v, want an invalid_request *errcode.Error", name, err)
 			}
-			if !strings.Contains(ce.Message, "unknown model") || !strings.Contains(ce.Message, "models: builtin, gpt") ||
+			if !strings.Contains(ce.Message, "unknown model") || !strings.Contains(ce.Message, "models: builtin, builtin:demo, gpt") ||
 				!strings.Contains(ce.Message, "openai:<model>") {
 				t.Fatalf("message: got %q, want it to name the unknown model, list builtin, gpt and the provider:model forms", ce.Message)
 			}
@@ -143,6 +143,7 @@ func TestRegistryFileConfig(t *testing.T) {
 	r := newRegistry(t, map[string]string{"THREADLINE_MODELS_FILE": path, "VLLM_KEY": "x"})
 	wantList := []thread.ModelInfo{
 		{Name: "builtin", Provider: "builtin", Model: "builtin", Configured: true},
+		{Name: "builtin:demo", Provider: "builtin", Model: "demo", Configured: true},
 		{Name: "gpt", Provider: "openai", Model: "gpt-4o", Configured: false},
 		{Name: "local", Provider: "openai", Model: "meta-llama/Llama-3.1-8B-Instruct", Configured: true, Default: true},
 		{Name: "claude", Provider: "anthropic", Model: "claude-sonnet-4-5", Configured: false},
@@ -225,6 +226,7 @@ func TestRegistryListsExtraModels(t *testing.T) {
 	got := r.List()
 	want := []thread.ModelInfo{
 		{Name: "builtin", Provider: "builtin", Model: "builtin", Configured: true, Default: true},
+		{Name: "builtin:demo", Provider: "builtin", Model: "demo", Configured: true},
 		{Name: "openai:gpt-4o", Provider: "openai", Model: "gpt-4o", Configured: true},
 		{Name: "ollama:llama3.2", Provider: "ollama", Model: "llama3.2", Configured: false},
 	}
@@ -298,6 +300,61 @@ func TestRegistryConcurrentResolve(t *testing.T) {
 	for i := 1; i < cap(done); i++ {
 		if m := <-done; m != first {
 			t.Fatalf("Resolve: got different models for the same name, want one shared model")
+		}
+	}
+}
+
+// TestRegistryBuiltinModes: "builtin" is the words model unless
+// THREADLINE_BUILTIN_MODE says demo; builtin:words and builtin:demo always
+// name each; the models file picks a mode with "model".
+func TestRegistryBuiltinModes(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, `{"models":[{"name":"w","provider":"builtin","model":"words","tokens":2},{"name":"d","provider":"builtin","model":"demo"},{"name":"dflt","provider":"builtin"}]}`)
+	tests := []struct {
+		mode     string
+		name     string
+		wantDemo bool
+		wantList string
+	}{
+		{"", "builtin", false, "builtin,builtin:demo,w,d,dflt"},
+		{"words", "builtin", false, "builtin,builtin:demo,w,d,dflt"},
+		{"demo", "builtin", true, "builtin,builtin:words,w,d,dflt"},
+		{"", "builtin:demo", true, ""},
+		{"demo", "builtin:words", false, ""},
+		{"", "w", false, ""},
+		{"", "d", true, ""},
+		{"", "dflt", false, ""},
+		{"demo", "dflt", true, ""},
+	}
+	for _, tc := range tests {
+		r := newRegistry(t, map[string]string{"THREADLINE_BUILTIN_MODE": tc.mode, "THREADLINE_MODELS_FILE": file})
+		m, name, err := r.Resolve(tc.name)
+		if err != nil || name != tc.name {
+			t.Fatalf("mode %q Resolve(%q): got %q, %v", tc.mode, tc.name, name, err)
+		}
+		var text strings.Builder
+		res, err := m.Stream(context.Background(), userReq("hello", 1), func(s string) error { text.WriteString(s); return nil })
+		isDemo := strings.Contains(text.String(), "built-in model")
+		if err != nil || isDemo != tc.wantDemo || res.Model != tc.name {
+			t.Errorf("mode %q %s: got %q (model %q, %v), want demo=%v and model %q", tc.mode, tc.name, text.String(), res.Model, err, tc.wantDemo, tc.name)
+		}
+		if tc.wantList != "" {
+			var names []string
+			for _, mi := range r.List() {
+				names = append(names, mi.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.wantList {
+				t.Errorf("mode %q List: got %s, want %s", tc.mode, got, tc.wantList)
+			}
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"THREADLINE_BUILTIN_MODE": "chatty"},
+		{"THREADLINE_MODELS_FILE": writeFile(t, `{"models":[{"name":"x","provider":"builtin","model":"poems"}]}`)},
+		{"THREADLINE_MODELS_FILE": writeFile(t, `{"models":[{"name":"x","provider":"builtin","model":"demo","tokens":3}]}`)},
+	} {
+		if _, err := model.NewRegistry(envFunc(bad)); errcode.Of(err) != errcode.Invalid {
+			t.Errorf("NewRegistry(%v): got %v, want invalid_request", bad, err)
 		}
 	}
 }

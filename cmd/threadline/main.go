@@ -197,6 +197,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	var defModel, modelsFile string
 	e.num(&tokens, "builtin-tokens", "THREADLINE_BUILTIN_TOKENS", 200, "tokens per reply of the built-in model")
 	e.dur(&delay, "builtin-delay", "THREADLINE_BUILTIN_DELAY", 0, "delay per token of the built-in model")
+	var builtinMode string
+	e.str(&builtinMode, "builtin-mode", "THREADLINE_BUILTIN_MODE", "words", "what the built-in model answers: words (the benchmarks' workload) or demo")
 	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
@@ -217,6 +219,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	over := map[string]string{
 		"THREADLINE_BUILTIN_TOKENS": strconv.FormatInt(tokens, 10),
 		"THREADLINE_BUILTIN_DELAY":  delay.String(),
+		"THREADLINE_BUILTIN_MODE":   builtinMode,
 		"THREADLINE_DEFAULT_MODEL":  defModel,
 		"THREADLINE_MODELS_FILE":    modelsFile,
 	}

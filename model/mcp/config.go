@@ -9,7 +9,7 @@
 // become _, and a name longer than 64 bytes is left out (with an error
 // from Open naming it).
 //
-// The config file (THREADLINE_MCP_FILE in the service):
+// The config file:
 //
 //	{"servers": [
 //	  {"name": "files", "command": "mcp-server-filesystem", "args": ["/srv/shared"],

@@ -51,6 +51,10 @@ type textIn struct {
 	Text string `json:"text"`
 }
 
+// waitCancelled hears from the in-process (HTTP) server's wait tool when
+// its call was cancelled by the client.
+var waitCancelled = make(chan struct{}, 1)
+
 // testServer is a small MCP server built with the same SDK: add
 // (structured result), echo (text), fail (an IsError result), wait (until
 // its time or the call's cancellation), a tool with a dot in its name, and
@@ -71,6 +75,10 @@ func testServer(stdio bool) *sdk.Server {
 		case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "waited"}}}, nil, nil
 		case <-ctx.Done():
+			select {
+			case waitCancelled <- struct{}{}:
+			default:
+			}
 			return nil, nil, ctx.Err()
 		}
 	})
@@ -190,6 +198,14 @@ func TestListAndCall(t *testing.T) {
 				res := call(t, r, tc.prefix+c.tool, c.args)
 				if res.IsError != c.isError || (c.want != "" && string(res.Value) != c.want) {
 					t.Errorf("%s %s: got %s isError=%v, want %s isError=%v", c.tool, c.args, res.Value, res.IsError, c.want, c.isError)
+				}
+			}
+			if tc.prefix == "remote__" {
+				// The timed-out call was cancelled on the server too.
+				select {
+				case <-waitCancelled:
+				case <-time.After(10 * time.Second):
+					t.Errorf("the server's wait tool never saw its call cancelled")
 				}
 			}
 		})
