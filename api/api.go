@@ -59,6 +59,16 @@ type Config struct {
 	// (30s; negative: never), so a reader that stopped reading holds
 	// nothing for longer; it rejoins from the last sequence it read.
 	StallTimeout time.Duration
+	// MaxAttachments is how many attachments one message may name (10).
+	MaxAttachments int
+	// MaxPage is the largest page of GET /threads (100, the most).
+	MaxPage int
+	// StreamsPerCaller is how many NDJSON streams (runs and rejoins) one
+	// caller may have open at once (256); RejoinsPerRun is how many
+	// rejoined streams one run may have (64). Over either: 429. Negative:
+	// off.
+	StreamsPerCaller int
+	RejoinsPerRun    int
 }
 
 // Server is the HTTP API.
@@ -68,6 +78,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	streams *streamCounts
 }
 
 // statuses maps every error code to its HTTP status: the one place that
@@ -120,6 +131,18 @@ func New(svc *thread.Service, cfg Config) *Server {
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
 	}
+	if cfg.MaxAttachments <= 0 {
+		cfg.MaxAttachments = 10
+	}
+	if cfg.MaxPage <= 0 || cfg.MaxPage > 100 {
+		cfg.MaxPage = 100
+	}
+	if cfg.StreamsPerCaller == 0 {
+		cfg.StreamsPerCaller = 256
+	}
+	if cfg.RejoinsPerRun == 0 {
+		cfg.RejoinsPerRun = 64
+	}
 	if cfg.StallTimeout == 0 {
 		cfg.StallTimeout = 30 * time.Second
 	}
@@ -131,7 +154,7 @@ func New(svc *thread.Service, cfg Config) *Server {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	s := &Server{echo: e, svc: svc, cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry)}
+	s := &Server{echo: e, svc: svc, cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry), streams: newStreamCounts()}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: echo.HeaderXRequestID}))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))

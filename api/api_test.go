@@ -42,6 +42,8 @@ type options struct {
 	vars      map[string]string // extra environment for the model registry
 	title     string            // the title model
 	wrap      func(*store.Store) thread.Store
+	api       func(*api.Config)    // changes the API's settings
+	service   func(*thread.Config) // changes the service's settings
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -67,8 +69,16 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if o.wrap != nil {
 		ts = o.wrap(st)
 	}
-	svc := thread.New(ts, stream.New[thread.Event](256), models, st, thread.Config{Lease: o.lease, TitleModel: o.title})
-	srv := api.New(svc, api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping})
+	tcfg := thread.Config{Lease: o.lease, TitleModel: o.title}
+	if o.service != nil {
+		o.service(&tcfg)
+	}
+	svc := thread.New(ts, stream.New[thread.Event](256), models, st, tcfg)
+	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping}
+	if o.api != nil {
+		o.api(&acfg)
+	}
+	srv := api.New(svc, acfg)
 	hs := httptest.NewServer(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/labstack/echo/v4"
 
@@ -91,15 +94,27 @@ func (s *Server) startRun(c echo.Context) error {
 		if size > s.cfg.MaxMessage {
 			return errcode.New(errcode.TooLarge, "message is %d bytes; the limit is %d", size, s.cfg.MaxMessage)
 		}
+		if len(m.Attachments) > s.cfg.MaxAttachments {
+			return errcode.New(errcode.TooLarge, "message names %d attachments; the limit is %d", len(m.Attachments), s.cfg.MaxAttachments)
+		}
 		for i, a := range m.Attachments {
-			id, err := parseUUID("message.attachments["+strconv.Itoa(i)+"].id", a.ID)
+			field := "message.attachments[" + strconv.Itoa(i) + "].id"
+			id, err := parseUUID(field, a.ID)
 			if err != nil {
 				return err
+			}
+			if slices.Contains(um.AttachmentIDs, id) {
+				return &errcode.Error{Code: errcode.Invalid, Message: field + " names an attachment the message names already", Field: field}
 			}
 			um.AttachmentIDs = append(um.AttachmentIDs, id)
 		}
 		req.Message = um
 	}
+	release, err := s.streams.acquire(caller(c), uuid.Nil, s.cfg.StreamsPerCaller, s.cfg.RejoinsPerRun)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx := c.Request().Context()
 	run, _, err := s.svc.StartRun(ctx, caller(c), threadID, req)
 	if err != nil {
@@ -123,6 +138,11 @@ func (s *Server) rejoinRun(c echo.Context) error {
 			return errcode.New(errcode.Invalid, "after must be a whole number >= 0, got %q", v)
 		}
 	}
+	release, err := s.streams.acquire(caller(c), runID, s.cfg.StreamsPerCaller, s.cfg.RejoinsPerRun)
+	if err != nil {
+		return err
+	}
+	defer release()
 	run, err := s.svc.FindRun(c.Request().Context(), caller(c), threadID, runID)
 	if err != nil {
 		return err

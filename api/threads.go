@@ -73,8 +73,8 @@ func (s *Server) listThreads(c echo.Context) error {
 	limit := 0
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return errcode.New(errcode.Invalid, "limit must be a whole number between 1 and 100, got %q", v)
+		if err != nil || n < 1 || n > s.cfg.MaxPage {
+			return errcode.New(errcode.Invalid, "limit must be a whole number between 1 and %d, got %q", s.cfg.MaxPage, v)
 		}
 		limit = n
 	}

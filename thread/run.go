@@ -206,6 +206,9 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		return nil, false, err
 	}
 	req.clean()
+	if err := s.limitCallerRuns(caller); err != nil {
+		return nil, false, err
+	}
 	model, modelName, err := s.models.Resolve(req.Config.Model)
 	if err != nil {
 		return nil, false, err
@@ -294,6 +297,9 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	}
 	fork, err := tree.ResolveFork(checkpoint.ForkRequest{HasMessage: user != nil, ParentID: req.ParentID, SourceID: req.SourceID})
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.limitThreadSize(tree, 2); err != nil {
 		return nil, false, err
 	}
 	s.mu.Lock()
@@ -446,8 +452,13 @@ func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpo
 		msgs = append([]ModelMessage{{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: cfg.System}}}}, msgs...)
 	}
 	if s.atts != nil {
-		for i := range msgs {
-			if err := s.inlineAttachments(ctx, caller, &msgs[i]); err != nil {
+		// Newest first: if the budget runs out, older files go unread.
+		var budget *int64
+		if left := s.cfg.Limits.InlineBytes; left >= 0 {
+			budget = &left
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if err := s.inlineAttachments(ctx, caller, &msgs[i], budget); err != nil {
 				return ModelRequest{}, err
 			}
 		}
@@ -465,7 +476,9 @@ func messageSize(m ModelMessage) int {
 
 // inlineAttachments turns attachment references into what the model reads:
 // images as data: URL image parts, text files as text parts.
-func (s *Service) inlineAttachments(ctx context.Context, caller string, m *ModelMessage) error {
+// At most *budget bytes are inlined (nil: no limit); a file over what is
+// left is named instead, and the budget is spent as files are inlined.
+func (s *Service) inlineAttachments(ctx context.Context, caller string, m *ModelMessage, budget *int64) error {
 	if len(m.Attachments) == 0 {
 		return nil
 	}
@@ -475,9 +488,20 @@ func (s *Service) inlineAttachments(ctx context.Context, caller string, m *Model
 		if err != nil {
 			continue
 		}
+		if budget != nil && a.Size > *budget {
+			parts = append(parts, overInline(a, s.cfg.Limits.InlineBytes))
+			continue
+		}
 		meta, data, err := s.atts.AttachmentData(ctx, caller, id)
 		if err != nil {
 			return fmt.Errorf("attachment %s: %w", a.ID, err)
+		}
+		if budget != nil {
+			if int64(len(data)) > *budget {
+				parts = append(parts, overInline(*meta, s.cfg.Limits.InlineBytes))
+				continue
+			}
+			*budget -= int64(len(data))
 		}
 		switch ct := meta.ContentType; {
 		case strings.HasPrefix(ct, "image/"):

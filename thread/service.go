@@ -47,6 +47,8 @@ type Config struct {
 	// RetryMin and RetryMax bound the backoff between attempts at a run's
 	// end write (50ms, 2s); the attempts stop after a lease.
 	RetryMin, RetryMax time.Duration
+	// Limits bound callers, threads and model calls (limits.go).
+	Limits Limits
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -109,6 +111,7 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = max(2*time.Second, cfg.RetryMin)
 	}
+	cfg.Limits.defaults()
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())

@@ -104,6 +104,14 @@ type Config struct {
 	IdleTimeout       time.Duration
 	StallTimeout      time.Duration
 	MaxConns          int
+	// Limits (0: off).
+	MaxAttachments    int
+	MaxPage           int
+	StreamsPerCaller  int
+	RejoinsPerRun     int
+	RunsPerCaller     int
+	MessagesPerThread int
+	MaxInlineBytes    int64
 }
 
 // startLinger maps the setting onto thread.Config, where 0 is the default
@@ -191,6 +199,14 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.IdleTimeout, "idle-timeout", "THREADLINE_IDLE_TIMEOUT", time.Minute, "how long an idle keep-alive connection stays open")
 	e.dur(&cfg.StallTimeout, "stall-timeout", "THREADLINE_STALL_TIMEOUT", 30*time.Second, "a stream whose client reads nothing for this long is ended; the client rejoins from its last sequence")
 	e.num(&maxConns, "max-conns", "THREADLINE_MAX_CONNS", 8192, "connections open at once; more are answered 503 with Retry-After and closed (0: no cap)")
+	var maxAtts, maxPage, streamsPC, rejoinsPR, runsPC, msgsPT int64
+	e.num(&maxAtts, "max-attachments", "THREADLINE_MAX_ATTACHMENTS", 10, "attachments one message may name (413 over it)")
+	e.num(&maxPage, "max-page", "THREADLINE_MAX_PAGE", 100, "threads one page of GET /threads may hold, at most 100 (400 over it)")
+	e.num(&streamsPC, "streams-per-caller", "THREADLINE_STREAMS_PER_CALLER", 256, "NDJSON streams one caller may have open (429 over it; 0: off)")
+	e.num(&rejoinsPR, "rejoins-per-run", "THREADLINE_REJOINS_PER_RUN", 64, "rejoined streams one run may have open (429 over it; 0: off)")
+	e.num(&runsPC, "runs-per-caller", "THREADLINE_RUNS_PER_CALLER", 64, "runs one caller may have in progress in this process (429 over it; 0: off)")
+	e.num(&msgsPT, "max-thread-messages", "THREADLINE_MAX_THREAD_MESSAGES", 10000, "messages one thread may hold (413 over it; 0: off)")
+	e.num(&cfg.MaxInlineBytes, "max-inline-bytes", "THREADLINE_MAX_INLINE_BYTES", 20<<20, "attachment bytes one model call may carry, newest first; the rest are named, not read (0: off)")
 	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
 	var tokens int64
 	var delay time.Duration
@@ -215,6 +231,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	}
 	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
 	cfg.MaxConns = int(maxConns)
+	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
+	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
 	// Flags override the environment for the model registry too.
 	over := map[string]string{
 		"THREADLINE_BUILTIN_TOKENS": strconv.FormatInt(tokens, 10),
@@ -319,6 +337,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
+		Limits: thread.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
+			InlineBytes: int64(offIfZero(int(cfg.MaxInlineBytes)))},
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()
@@ -335,7 +355,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	srv = api.New(svc, api.Config{
 		APIKeys: cfg.APIKeys, MaxBody: cfg.MaxBody, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit,
 		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment, AttachmentTypes: cfg.AttachmentTypes,
-		StallTimeout: stallTimeout(cfg.StallTimeout),
+		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
+		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -374,6 +395,15 @@ func httpServer(cfg Config, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: idle, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// offIfZero maps a limit setting, where 0 is off, onto the packages'
+// configs, where 0 is the default and a negative limit is off.
+func offIfZero(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // stallTimeout maps the setting onto api.Config, where 0 is the default

@@ -57,6 +57,11 @@ func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interv
 		"THREADLINE_LOG_LEVEL=warn",
 		"THREADLINE_DB_MAX_CONNS="+strconv.Itoa(o.dbMaxConns),
 		"THREADLINE_RATE_LIMIT=0",
+		// K runs of the one caller "local": the per-caller caps (a
+		// fairness guard between callers) would refuse them.
+		"THREADLINE_RUNS_PER_CALLER=0",
+		"THREADLINE_STREAMS_PER_CALLER=0",
+		"THREADLINE_ADDR_RATE_LIMIT=0",
 	)
 	if o.cpuProfile != "" {
 		cmd.Env = append(cmd.Env, "THREADLINE_CPU_PROFILE="+o.cpuProfile+".k"+strconv.Itoa(k))

@@ -1,0 +1,75 @@
+package thread
+
+import (
+	"fmt"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// Limits bound what one caller, thread or model call may hold. Zero values
+// take the defaults in parentheses; a negative value turns a limit off.
+type Limits struct {
+	// RunsPerCaller is how many runs one caller may have in progress at
+	// once in this process (64); more are refused with rate_limited. With
+	// on_disconnect "continue" a run outlives its stream, so the HTTP
+	// layer's cap on streams does not bound runs.
+	RunsPerCaller int
+	// MessagesPerThread is how many messages a thread may hold (10,000);
+	// a run that would go over is refused with too_large.
+	MessagesPerThread int
+	// InlineBytes is how many attachment bytes one model call may carry
+	// inlined (20 MiB), newest messages first; attachments over it are
+	// named to the model, not read.
+	InlineBytes int64
+}
+
+func (l *Limits) defaults() {
+	if l.RunsPerCaller == 0 {
+		l.RunsPerCaller = 64
+	}
+	if l.MessagesPerThread == 0 {
+		l.MessagesPerThread = 10000
+	}
+	if l.InlineBytes == 0 {
+		l.InlineBytes = 20 << 20
+	}
+}
+
+// limitCallerRuns refuses a run to a caller who has RunsPerCaller in
+// progress here already. It is checked at the start, so starts that race
+// may pass it together: it bounds the count, not to the run.
+func (s *Service) limitCallerRuns(caller string) error {
+	max := s.cfg.Limits.RunsPerCaller
+	if max < 0 {
+		return nil
+	}
+	s.mu.Lock()
+	n := 0
+	for _, ar := range s.runs {
+		if ar.thread.Caller == caller {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n >= max {
+		return errcode.New(errcode.RateLimited, "%d runs are in progress for this caller; the limit is %d: wait for one to end", n, max)
+	}
+	return nil
+}
+
+// limitThreadSize refuses a run that would take the thread over
+// MessagesPerThread (a run adds up to two messages).
+func (s *Service) limitThreadSize(tree *checkpoint.Tree, adds int) error {
+	max := s.cfg.Limits.MessagesPerThread
+	if max < 0 || tree.Len()+adds <= max {
+		return nil
+	}
+	return errcode.New(errcode.TooLarge, "the thread has %d messages; the limit is %d: start a new thread", tree.Len(), max)
+}
+
+// overInline names an attachment that did not fit the model call's budget.
+func overInline(a checkpoint.Attachment, limit int64) checkpoint.Part {
+	return checkpoint.Part{Type: "text", Text: fmt.Sprintf("[attached file %s (%s, %d bytes); not shown to the model: the attachments of one request may carry %d bytes]",
+		a.Name, a.ContentType, a.Size, limit)}
+}
