@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -225,12 +224,18 @@ func TestStalledReaderDropped(t *testing.T) {
 	tid := newID()
 	resp, b := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", newMessage("long", nil))
 	wantStatus(t, resp, b, http.StatusOK, "")
+	if len(b) < 6<<20 {
+		t.Fatalf("the run's stream is %d bytes; it must be over what socket buffers hold (6 MiB) to stall", len(b))
+	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	var first event
 	_ = json.Unmarshal([]byte(line), &first)
 	total := strings.Count(string(b), "\n")
 
-	// A rejoin read up to event 10, then never again.
+	// A rejoin read up to event 10, then never again: with a 4 KiB receive
+	// buffer, its 8 MB cannot fit in the sockets' buffers (tcp_wmem's
+	// largest send buffer is 4 MiB), so its writes block and only the
+	// stall timeout ends it.
 	c, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,5 +264,4 @@ func TestStalledReaderDropped(t *testing.T) {
 	if n := strings.Count(string(b), "\n"); int64(n) != int64(total)-last {
 		t.Fatalf("rejoin after the drop: %d events, want %d", n, int64(total)-last)
 	}
-	_, _ = io.Copy(io.Discard, rresp.Body)
 }
