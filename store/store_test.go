@@ -1445,3 +1445,39 @@ func TestThreadRead(t *testing.T) {
 		t.Fatalf("ThreadRead by another caller: %v, %v, %v (%v); want not_found and nothing", got, cps, run, err)
 	}
 }
+
+// TestRunGetReturnsJSONErrors: a run row whose config, usage or error
+// column is not the JSON its type reads is an error from every run read,
+// not a run with the field silently left empty.
+func TestRunGetReturnsJSONErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ column, value string }{
+		{"config", `[1]`},
+		{"usage", `"many"`},
+		{"error", `{"code": 7}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.column, func(t *testing.T) {
+			t.Parallel()
+			s, pool := setup(t)
+			ctx := context.Background()
+			th := newThread(t, s, "alice")
+			r, err := startRun(t, s, th, uuid.Nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.RunGet(ctx, th.ID, r.ID); err != nil {
+				t.Fatalf("RunGet before: %v", err)
+			}
+			if _, err := pool.Exec(ctx, `UPDATE runs SET `+tt.column+` = $2::jsonb WHERE id = $1`, r.ID, tt.value); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.RunGet(ctx, th.ID, r.ID); err == nil || !strings.Contains(err.Error(), tt.column) {
+				t.Errorf("RunGet with %s %s: got %+v, %v; want an error naming the column", tt.column, tt.value, got, err)
+			}
+			if got, err := s.RunActive(ctx, th.ID); err == nil {
+				t.Errorf("RunActive with %s %s: got %+v, want an error", tt.column, tt.value, got)
+			}
+		})
+	}
+}

@@ -242,16 +242,24 @@ func decodeParts(b []byte) ([]checkpoint.Part, error) {
 // insertCheckpoint appends one checkpoint row; the caller has bumped the
 // thread's last_seq to n.Seq under the row lock.
 func insertCheckpoint(ctx context.Context, tx pgx.Tx, n *checkpoint.Node) error {
-	_, err := tx.Exec(ctx, checkpointInsert, checkpointArgs(n)...)
+	args, err := checkpointArgs(n)
 	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, checkpointInsert, args...); err != nil {
 		return fmt.Errorf("append checkpoint: %w", interpretError(err))
 	}
 	return nil
 }
 
 // queueCheckpoint queues insertCheckpoint's statement on a batch.
-func queueCheckpoint(b *pgx.Batch, n *checkpoint.Node) {
-	b.Queue(checkpointInsert, checkpointArgs(n)...)
+func queueCheckpoint(b *pgx.Batch, n *checkpoint.Node) error {
+	args, err := checkpointArgs(n)
+	if err != nil {
+		return err
+	}
+	b.Queue(checkpointInsert, args...)
+	return nil
 }
 
 var (
@@ -269,7 +277,8 @@ var (
 		WHERE thread_id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2))`)
 )
 
-func checkpointArgs(n *checkpoint.Node) []any {
+// checkpointArgs is a checkpoint row's insert arguments.
+func checkpointArgs(n *checkpoint.Node) ([]any, error) {
 	var parent, run *uuid.UUID
 	if n.ParentID != uuid.Nil {
 		parent = &n.ParentID
@@ -278,13 +287,18 @@ func checkpointArgs(n *checkpoint.Node) []any {
 		run = &n.RunID
 	}
 	var status, atts []byte
+	var err error
 	if n.Status != nil {
-		status, _ = json.Marshal(n.Status)
+		if status, err = json.Marshal(n.Status); err != nil {
+			return nil, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
+		}
 	}
 	if len(n.Attachments) > 0 {
-		atts, _ = json.Marshal(n.Attachments)
+		if atts, err = json.Marshal(n.Attachments); err != nil {
+			return nil, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
+		}
 	}
-	return []any{n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt}
+	return []any{n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt}, nil
 }
 
 // CheckpointAppend appends nodes to a thread in one transaction, assigning

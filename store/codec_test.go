@@ -119,3 +119,45 @@ func TestLogRowRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentCut: every cut of a segment, live or compact, decodes to an
+// error, never to fewer or wrong records.
+func TestSegmentCut(t *testing.T) {
+	t.Parallel()
+	recs := []thread.Record{
+		{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3},
+		{Seq: 2, Kind: thread.KindToken, Text: "Hel"},
+		{Seq: 3, Kind: thread.KindToken, Text: "lo "},
+		{Seq: 4, Kind: thread.KindToken, Text: "wörld"},
+		{Seq: 5, Kind: thread.KindError, Code: "model_error", Text: "boom"},
+		{Seq: 6, Kind: thread.KindSnapshot, Status: thread.RunFailed, TreeSeq: 5},
+	}
+	const text = "Hello wörld"
+	for _, compact := range []bool{false, true} {
+		in := ""
+		if compact {
+			in = text
+		}
+		data, err := encodeSegment(recs, compact, text)
+		if err != nil {
+			t.Fatalf("compact %v: encode: %v", compact, err)
+		}
+		for cut := 0; cut < len(data); cut++ {
+			if got, err := decodeSegment(1, 6, data[:cut], in); err == nil {
+				t.Errorf("compact %v: cut at %d of %d: got %v, want an error", compact, cut, len(data), got)
+			}
+		}
+	}
+}
+
+// TestSegmentUnknownKind: a record kind the codec does not know is refused
+// when encoding and when decoding.
+func TestSegmentUnknownKind(t *testing.T) {
+	t.Parallel()
+	if _, err := encodeSegment([]thread.Record{{Seq: 1, Kind: "mystery"}}, false, ""); err == nil {
+		t.Errorf("encode of an unknown kind: got no error, want one")
+	}
+	if got, err := decodeSegment(1, 1, []byte{segLive, 'z'}, ""); err == nil {
+		t.Errorf("decode of an unknown kind: got %v, want an error", got)
+	}
+}

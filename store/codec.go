@@ -1,0 +1,249 @@
+package store
+
+// The binary codec of the run event log: segments of records, and the
+// run_log rows that hold one segment per run.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// Segment encoding. A live segment holds token texts; a compact segment (the
+// whole log of a finished run) holds only token lengths, because the texts
+// are the assistant checkpoint's, and runs of tokens of one length as a
+// count and that length (a tokenizer's tokens often repeat a length; the
+// built-in model's always do). Layout: one format byte, then per record (or
+// run of records) a kind byte and its fields as uvarint-length-prefixed
+// strings / varints. recLength is read but no longer written.
+const (
+	segLive    = 'L'
+	segCompact = 'C'
+
+	recToken  = 't'
+	recLength = 'n'
+	recRun    = 'r' // uvarint count, uvarint length
+	recSnap   = 's'
+	recError  = 'e'
+)
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func encodeSegment(recs []thread.Record, compact bool, text string) ([]byte, error) {
+	size := 1
+	for _, r := range recs {
+		size += len(r.Text) + 4
+	}
+	if compact {
+		size = 1 + 2*len(recs) + 64
+	}
+	return appendSegment(make([]byte, 0, size), recs, compact, text)
+}
+
+// appendSegment appends recs encoded as one segment to b.
+func appendSegment(b []byte, recs []thread.Record, compact bool, text string) ([]byte, error) {
+	if compact {
+		b = append(b, segCompact)
+	} else {
+		b = append(b, segLive)
+	}
+	off := 0
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
+		switch r.Kind {
+		case thread.KindToken:
+			if compact {
+				n := 0 // tokens in this run of one length
+				for ; i+n < len(recs) && recs[i+n].Kind == thread.KindToken && len(recs[i+n].Text) == len(r.Text); n++ {
+					t := recs[i+n].Text
+					if off+len(t) > len(text) || text[off:off+len(t)] != t {
+						return nil, fmt.Errorf("token %d is not in the reply text", recs[i+n].Seq)
+					}
+					off += len(t)
+				}
+				i += n - 1
+				b = append(b, recRun)
+				b = binary.AppendUvarint(b, uint64(n))
+				b = binary.AppendUvarint(b, uint64(len(r.Text)))
+			} else {
+				b = append(b, recToken)
+				b = appendString(b, r.Text)
+			}
+		case thread.KindSnapshot:
+			b = append(b, recSnap)
+			b = appendString(b, string(r.Status))
+			b = binary.AppendVarint(b, r.TreeSeq)
+		case thread.KindError:
+			b = append(b, recError)
+			b = appendString(b, string(r.Code))
+			b = appendString(b, r.Text)
+		default:
+			return nil, fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind)
+		}
+	}
+	if compact && off != len(text) {
+		return nil, fmt.Errorf("tokens cover %d of %d reply bytes", off, len(text))
+	}
+	return b, nil
+}
+
+var errCorrupt = errors.New("corrupt run log segment")
+
+// decodeSegment decodes the records first..last of a segment.
+func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, error) {
+	if len(b) == 0 {
+		return nil, errCorrupt
+	}
+	compact := b[0] == segCompact
+	b = b[1:]
+	out := make([]thread.Record, 0, min(max(last-first+1, 0), 1<<16))
+	readString := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	off := 0
+	for seq := first; len(b) > 0; seq++ {
+		kind := b[0]
+		b = b[1:]
+		r := thread.Record{Seq: seq}
+		ok := true
+		switch kind {
+		case recToken:
+			r.Kind = thread.KindToken
+			r.Text, ok = readString()
+		case recLength:
+			n, k := binary.Uvarint(b)
+			if k <= 0 || off+int(n) > len(text) {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			r.Kind, r.Text = thread.KindToken, text[off:off+int(n)]
+			off += int(n)
+		case recRun:
+			count, k := binary.Uvarint(b)
+			if k <= 0 || count == 0 {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(n) > len(text) {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			for j := range int(count) - 1 {
+				out = append(out, thread.Record{Seq: seq + int64(j), Kind: thread.KindToken, Text: text[off : off+int(n)]})
+				off += int(n)
+			}
+			seq += int64(count) - 1
+			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
+			off += int(n)
+		case recSnap:
+			var st string
+			st, ok = readString()
+			r.Kind, r.Status = thread.KindSnapshot, thread.RunStatus(st)
+			v, k := binary.Varint(b)
+			if k <= 0 {
+				return nil, errCorrupt
+			}
+			b = b[k:]
+			r.TreeSeq = v
+		case recError:
+			r.Kind = thread.KindError
+			var code string
+			if code, ok = readString(); ok {
+				r.Code = errcode.Code(code)
+				r.Text, ok = readString()
+			}
+		default:
+			return nil, errCorrupt
+		}
+		if !ok {
+			return nil, errCorrupt
+		}
+		out = append(out, r)
+	}
+	if int64(len(out)) != last-first+1 || compact && off != len(text) {
+		return nil, errCorrupt
+	}
+	return out, nil
+}
+
+// encodeLog is a run_log row for segs (see migration 0006), or nil when
+// they hold no record.
+func encodeLog(segs []thread.Segment) ([]byte, error) {
+	size := 0
+	for _, sg := range segs {
+		size += 16 + 3*binary.MaxVarintLen32 + 1
+		for _, r := range sg.Records {
+			size += len(r.Text) + 4
+		}
+	}
+	var b []byte
+	for _, sg := range segs {
+		if len(sg.Records) == 0 {
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, size)
+		}
+		b = append(b, sg.RunID[:]...)
+		b = binary.AppendUvarint(b, uint64(sg.Records[0].Seq))
+		b = binary.AppendUvarint(b, uint64(sg.Records[len(sg.Records)-1].Seq))
+		// The segment's length goes before it: reserve the most a length
+		// can take, encode, then move the segment up to its real length.
+		at := len(b)
+		b = append(b, make([]byte, binary.MaxVarintLen32)...)
+		seg, err := appendSegment(b, sg.Records, false, "")
+		if err != nil {
+			return nil, fmt.Errorf("append run events: %w", err)
+		}
+		n := len(seg) - at - binary.MaxVarintLen32
+		k := len(binary.AppendUvarint(seg[at:at], uint64(n)))
+		copy(seg[at+k:], seg[at+binary.MaxVarintLen32:])
+		b = seg[:at+k+n]
+	}
+	return b, nil
+}
+
+// logSegments calls fn with each segment of a run_log row that belongs to
+// run (every segment when run is uuid.Nil).
+func logSegments(data []byte, run uuid.UUID, fn func(id uuid.UUID, first, last int64, seg []byte) error) error {
+	for len(data) > 0 {
+		if len(data) < 16 {
+			return errCorrupt
+		}
+		id := uuid.UUID(data[:16])
+		data = data[16:]
+		var v [3]uint64
+		for i := range v {
+			x, k := binary.Uvarint(data)
+			if k <= 0 {
+				return errCorrupt
+			}
+			v[i], data = x, data[k:]
+		}
+		if v[2] > uint64(len(data)) || v[0] > v[1] {
+			return errCorrupt
+		}
+		seg := data[:v[2]]
+		data = data[v[2]:]
+		if run == uuid.Nil || id == run {
+			if err := fn(id, int64(v[0]), int64(v[1]), seg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package store
+
+// The run event log: appending a group commit's segments to run_log,
+// reading a run's records back, and the log's garbage collection
+// (RunLogPurge).
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+)
+
+// RunEventsAppend writes one segment per run, all in one run_log row and
+// one commit: the group commit of every running run. The row is written
+// only if every run is still running under its segment's claim
+// (threadline_log_append, migration 0009); else a *thread.ClaimLostError
+// names the runs that are not.
+func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	data, err := encodeLog(segs)
+	if err != nil || data == nil {
+		return err
+	}
+	ids, claims := make([]uuid.UUID, 0, len(segs)), make([]int64, 0, len(segs))
+	for _, sg := range segs {
+		if len(sg.Records) > 0 {
+			ids, claims = append(ids, sg.RunID), append(claims, sg.Claim)
+		}
+	}
+	var lost []uuid.UUID
+	if err := s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims).Scan(&lost); err != nil {
+		return fmt.Errorf("append run events: %w", interpretError(err))
+	}
+	if len(lost) > 0 {
+		return &thread.ClaimLostError{Runs: lost}
+	}
+	return nil
+}
+
+// RunEventsAfter returns the logged records after a sequence, restoring the
+// token texts of a compacted log from the assistant checkpoint. A running
+// run's log is its rows in run_events and its segments in the run_log rows
+// after its log_from; one statement reads both from one snapshot, and
+// RunLogPurge moves and deletes in one transaction, so the statement sees
+// the whole log either before or after a purge.
+func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT false, first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2
+		UNION ALL
+		SELECT true, l.id, 0, l.data FROM runs r JOIN run_log l ON l.id > r.log_from
+		WHERE r.id = $1 AND r.status = 'running' AND position(uuid_send($1) IN l.data) > 0
+		ORDER BY 1, 2`, runID, after)
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	type seg struct {
+		first, last int64
+		data        []byte
+	}
+	var segs []seg
+	var (
+		inLog     bool
+		key, last int64
+		data      []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&inLog, &key, &last, &data}, func() error {
+		if !inLog {
+			segs = append(segs, seg{key, last, data})
+			return nil
+		}
+		return logSegments(data, runID, func(_ uuid.UUID, first, last int64, b []byte) error {
+			segs = append(segs, seg{first, last, b})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	var out []thread.Record
+	for _, sg := range segs {
+		var text string
+		if len(sg.data) > 0 && sg.data[0] == segCompact {
+			var content []byte
+			err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id AND c.id = r.message_id
+				WHERE r.id = $1`, runID).Scan(&content)
+			if err != nil {
+				return nil, fmt.Errorf("read run reply: %w", interpretError(err))
+			}
+			var parts []checkpoint.Part
+			if err := json.Unmarshal(content, &parts); err != nil {
+				return nil, fmt.Errorf("read run reply: %w", err)
+			}
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
+		recs, err := decodeSegment(sg.first, sg.last, sg.data, text)
+		if err != nil {
+			return nil, fmt.Errorf("run %s log: %w", runID, err)
+		}
+		for _, r := range recs {
+			if r.Seq > after {
+				out = append(out, r)
+			}
+		}
+	}
+	// Each source is in order; a log written before migration 0006 can
+	// have segments in both.
+	slices.SortStableFunc(out, func(a, b thread.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return slices.CompactFunc(out, func(a, b thread.Record) bool { return a.Seq == b.Seq }), nil
+}
+
+// queueEvents queues the insert of one log segment.
+func queueEvents(b *pgx.Batch, runID uuid.UUID, recs []thread.Record, compact bool, text string) error {
+	data, err := encodeSegment(recs, compact, text)
+	if err != nil {
+		return fmt.Errorf("append run events: %w", err)
+	}
+	b.Queue(sqlEventsInsert,
+		runID, recs[0].Seq, recs[len(recs)-1].Seq, data)
+	return nil
+}
+
+// RunLogPurge frees run_log rows; see thread.Store. In one transaction it
+// first takes every running run that still needs rows older than
+// spillAfter, moves its segments in the rows older than spillAfter/5 into
+// one run_events row of its own and advances its log_from past them (so a
+// run is moved about once per spillAfter, and shared rows live about
+// spillAfter); then it deletes the rows up to the smallest log_from of a
+// running run (all of them when none runs). A run not yet visible as
+// running here takes a log_from at least as large as any row visible here,
+// so its rows are never among them. A run whose row is locked (its end is
+// being written) is left for the next purge: its end then deletes what was
+// moved, or finds it. It reports whether rows remain.
+func (s *Store) RunLogPurge(ctx context.Context) (more bool, err error) {
+	err = withTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := spillLog(ctx, tx, s.spillAfter); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH t AS (SELECT coalesce((SELECT min(log_from) FROM runs WHERE status = 'running'),
+				(SELECT max(id) FROM run_log), 0) AS upto),
+			gone AS (DELETE FROM run_log WHERE id <= (SELECT upto FROM t))
+			SELECT EXISTS (SELECT 1 FROM run_log, t WHERE run_log.id > t.upto)`).Scan(&more)
+	})
+	if err != nil {
+		return false, fmt.Errorf("purge run log: %w", interpretError(err))
+	}
+	return more, nil
+}
+
+// spillLog moves running runs' segments out of the run_log rows older than
+// age (see RunLogPurge).
+func spillLog(ctx context.Context, tx pgx.Tx, age time.Duration) error {
+	var old, cut int64
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(id) FILTER (WHERE created_at <= now() - make_interval(secs => $1)), 0),
+		coalesce(max(id) FILTER (WHERE created_at <= now() - make_interval(secs => $1 / 5)), 0) FROM run_log`,
+		age.Seconds()).Scan(&old, &cut)
+	if err != nil || old == 0 {
+		return err
+	}
+	// Locked in id order, skipping a run whose end holds its row: nothing
+	// waits, so nothing deadlocks.
+	rows, err := tx.Query(ctx, `SELECT id, log_from FROM runs WHERE status = 'running' AND log_from < $1
+		ORDER BY id FOR UPDATE SKIP LOCKED`, old)
+	if err != nil {
+		return err
+	}
+	type spill struct {
+		from, first, last int64
+		data              []byte
+	}
+	runs := map[uuid.UUID]*spill{}
+	var ids []uuid.UUID
+	lowest := cut
+	var id uuid.UUID
+	var from int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &from}, func() error {
+		runs[id] = &spill{from: from}
+		ids = append(ids, id)
+		lowest = min(lowest, from)
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	rows, err = tx.Query(ctx, `SELECT id, data FROM run_log WHERE id > $1 AND id <= $2 ORDER BY id`, lowest, cut)
+	if err != nil {
+		return err
+	}
+	var row int64
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&row, &data}, func() error {
+		return logSegments(data, uuid.Nil, func(id uuid.UUID, first, last int64, seg []byte) error {
+			sp := runs[id]
+			if sp == nil || row <= sp.from || len(seg) == 0 || seg[0] != segLive {
+				return nil
+			}
+			if sp.data == nil {
+				sp.first, sp.data = first, []byte{segLive}
+			} else if first != sp.last+1 {
+				return fmt.Errorf("run %s: segment %d..%d after %d: %w", id, first, last, sp.last, errCorrupt)
+			}
+			// Live segments concatenate: one kind byte, then records.
+			sp.last, sp.data = last, append(sp.data, seg[1:]...)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	var runIDs []uuid.UUID
+	var firsts, lasts []int64
+	var datas [][]byte
+	for _, id := range ids {
+		if sp := runs[id]; sp.data != nil {
+			runIDs, firsts, lasts, datas = append(runIDs, id), append(firsts, sp.first), append(lasts, sp.last), append(datas, sp.data)
+		}
+	}
+	if len(runIDs) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO run_events (run_id, first_seq, last_seq, data)
+			SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bytea[])`, runIDs, firsts, lasts, datas); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `UPDATE runs SET log_from = $2 WHERE id = ANY($1)`, ids, cut)
+	return err
+}
