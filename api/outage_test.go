@@ -20,6 +20,7 @@ import (
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 )
@@ -114,7 +115,7 @@ type privateCluster struct {
 
 func startPrivateCluster(t *testing.T) *privateCluster {
 	t.Helper()
-	root, err := store.RepoRoot()
+	root, err := pgtest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func startPrivateCluster(t *testing.T) *privateCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &privateCluster{t: t, root: root, env: append(os.Environ(), "THREADLINE_PGDATA="+dir, "THREADLINE_PGPORT="+strconv.Itoa(closedPort(t)))}
+	c := &privateCluster{t: t, root: root, env: append(os.Environ(), "THREADLINE_PG_INSTALL=0", "THREADLINE_PGDATA="+dir, "THREADLINE_PGPORT="+strconv.Itoa(closedPort(t)))}
 	c.url = strings.TrimSpace(c.run("start"))
 	t.Cleanup(func() {
 		c.run("stop")

@@ -3,6 +3,10 @@
 #
 #   deploy/pg.sh start        install PostgreSQL if needed, create and start the
 #                             cluster; prints the connection URL on stdout
+#   deploy/pg.sh start --no-install
+#                             the same, but never install: without PostgreSQL
+#                             it fails with exit status 4 (also when
+#                             THREADLINE_PG_INSTALL=0; go test uses this)
 #   deploy/pg.sh stop         stop the cluster
 #   deploy/pg.sh status       say whether it runs (exit 0 if it does)
 #   deploy/pg.sh url          print the connection URL
@@ -15,6 +19,8 @@
 # It listens on that socket and on 127.0.0.1:$THREADLINE_PGPORT (default 54329),
 # with trust authentication for user postgres. Run as root, the server runs as
 # the postgres OS user. Only the URL goes to stdout; progress goes to stderr.
+# Server binaries are looked for in $THREADLINE_PG_LIBDIR/<version>/bin (default
+# /usr/lib/postgresql, Debian's layout).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -22,6 +28,8 @@ BASE="${THREADLINE_PGDATA:-$REPO/.pgdata}"
 [[ $BASE == /* ]] || BASE="$PWD/$BASE"
 BASE="${BASE%/}"
 WANT_PORT="${THREADLINE_PGPORT:-54329}"
+LIBDIR="${THREADLINE_PG_LIBDIR:-/usr/lib/postgresql}"
+INSTALL="${THREADLINE_PG_INSTALL:-1}"
 DATA="$BASE/data"
 SOCK="$BASE/sock"
 LOG="$BASE/postgres.log"
@@ -62,13 +70,13 @@ bindir() {
 	if [[ -f $DATA/PG_VERSION ]]; then
 		local v
 		v="$(<"$DATA/PG_VERSION")"
-		if [[ -x /usr/lib/postgresql/$v/bin/pg_ctl ]]; then
-			echo "/usr/lib/postgresql/$v/bin"
+		if [[ -x $LIBDIR/$v/bin/pg_ctl ]]; then
+			echo "$LIBDIR/$v/bin"
 		fi
 		return 0
 	fi
 	local newest="" f
-	for f in /usr/lib/postgresql/*/bin/pg_ctl; do
+	for f in "$LIBDIR"/*/bin/pg_ctl; do
 		[[ -x $f ]] && newest+="$f"$'\n'
 	done
 	newest="$(printf '%s' "$newest" | sort -V | tail -n 1)"
@@ -175,6 +183,10 @@ start() {
 	local bin
 	bin="$(bindir)"
 	if [[ -z $bin ]]; then
+		if [[ $INSTALL == 0 ]]; then
+			say "error: PostgreSQL is not installed (no $LIBDIR/*/bin/pg_ctl) and installing it was refused (--no-install or THREADLINE_PG_INSTALL=0)"
+			exit 4
+		fi
 		install_postgres
 		bin="$(bindir)"
 		[[ -n $bin ]] || die "PostgreSQL server binaries still missing after apt-get install"
@@ -254,13 +266,20 @@ run_psql() {
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
 case "$cmd" in
-start) start ;;
+start)
+	case "${1:-}" in
+	"") ;;
+	--no-install) INSTALL=0 ;;
+	*) die "start: unknown option $1 (only --no-install)" ;;
+	esac
+	start
+	;;
 stop) stop ;;
 status) status ;;
 url) url ;;
 psql) run_psql "$@" ;;
 *)
-	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 	;;
 esac

@@ -4,8 +4,11 @@
 //
 // It connects with THREADLINE_TEST_DATABASE_URL, the URL of a maintenance
 // database as a user that may create databases (`make test` sets it). When
-// that is unset it starts the project's own cluster with `deploy/pg.sh start`
-// and uses the URL it prints, so a plain `go test ./...` works too.
+// that is unset it starts the project's own cluster with `deploy/pg.sh start
+// --no-install` and uses the URL it prints, so a plain `go test ./...` works
+// too where PostgreSQL is installed. A test run never installs anything:
+// without PostgreSQL the tests fail saying to run `make test` (which
+// installs it) or to set THREADLINE_TEST_DATABASE_URL.
 //
 // Test binaries run in parallel under `go test ./...`, so every database name
 // carries its creator: tl_tmpl_<day>_<host>_<pid>_<random> for templates and
@@ -61,12 +64,9 @@ func dbName(prefix string) string {
 }
 
 func setup() {
-	admin = os.Getenv("THREADLINE_TEST_DATABASE_URL")
-	if admin == "" {
-		if admin, initErr = store.StartOwnCluster(context.Background(), os.Stderr); initErr != nil {
-			initErr = fmt.Errorf("%w (or set THREADLINE_TEST_DATABASE_URL)", initErr)
-			return
-		}
+	admin, initErr = adminURL(context.Background(), os.Getenv("THREADLINE_TEST_DATABASE_URL"), nil)
+	if initErr != nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -82,7 +82,7 @@ func setup() {
 		initErr = fmt.Errorf("create template: %w", err)
 		return
 	}
-	err = store.MigrateUp(ctx, store.WithDatabase(admin, template))
+	err = store.MigrateUp(ctx, WithDatabase(admin, template))
 	if err == nil {
 		// A template nobody can connect to: CREATE DATABASE … TEMPLATE fails
 		// while anyone is connected to its source.
@@ -95,6 +95,25 @@ func setup() {
 	}
 	// Connections that MigrateUp closed may still be on their way out.
 	_, _ = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, template)
+}
+
+// adminURL is the maintenance database's URL: url when set, else the
+// project's own cluster's, started without installing anything (env is
+// added to the script's environment).
+func adminURL(ctx context.Context, url string, env []string) (string, error) {
+	if url != "" {
+		return url, nil
+	}
+	u, err := startCluster(ctx, os.Stderr, false, env)
+	if errors.Is(err, ErrNoPostgres) {
+		return "", errors.New("PostgreSQL is not installed, and go test never installs it: " +
+			"run `make test` (which installs and starts the project's cluster), " +
+			"or set THREADLINE_TEST_DATABASE_URL to a Postgres URL whose user may create databases")
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w (or set THREADLINE_TEST_DATABASE_URL)", err)
+	}
+	return u, nil
 }
 
 // New returns the URL of a fresh database cloned from the migrated template,
@@ -140,7 +159,7 @@ func New(t testing.TB) string {
 			t.Errorf("pgtest: drop %s: %v", name, err)
 		}
 	})
-	return store.WithDatabase(admin, name)
+	return WithDatabase(admin, name)
 }
 
 // Pool opens a pool to a fresh database (see New), closed when the test ends.

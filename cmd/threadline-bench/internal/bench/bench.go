@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
 )
 
 // Machine describes the machine a benchmark ran on.
@@ -97,7 +97,7 @@ func GitCommit() string {
 // deploy/pg.sh start and returns its URL; the script's progress goes to
 // stderr. It fails outside a Threadline checkout.
 func OwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
-	return store.StartOwnCluster(ctx, stderr)
+	return pgtest.StartOwnCluster(ctx, stderr, true)
 }
 
 // RedactURL is a Postgres URL with its password hidden, for logs.

@@ -26,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
-	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
 )
 
 const loadUsage = `usage: threadline-bench load [flags]
@@ -370,7 +370,7 @@ func loadStartTarget(ctx context.Context, o loadOpts, k int, interval time.Durat
 		if err != nil {
 			return tgt, nil, err
 		}
-		dbURL := store.WithDatabase(o.dbURL, dbName)
+		dbURL := pgtest.WithDatabase(o.dbURL, dbName)
 		child, err := loadStartChild(ctx, o, k, dbURL, interval, stderr)
 		if err != nil {
 			loadDropDB(o.dbURL, dbName, stderr)

@@ -51,6 +51,7 @@ import (
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/store"
+	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -267,7 +268,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("bench peer: create database %s: %w", name, err)
 	}
 	progress("database %s created on %s", name, bench.RedactURL(admin))
-	dbURL := store.WithDatabase(admin, name)
+	dbURL := pgtest.WithDatabase(admin, name)
 	b := &peerBench{opt: opt, stderr: stderr}
 	defer func() {
 		b.close()

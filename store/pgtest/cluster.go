@@ -1,7 +1,8 @@
-package store
+package pgtest
 
 // The project's own Postgres cluster (deploy/pg.sh), for tests, benchmarks
-// and tools that need a server when none is configured.
+// and tools that need a server when none is configured. It lives here, not
+// in the store, because only tests and tools start a cluster.
 
 import (
 	"context"
@@ -53,23 +54,43 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// ErrNoPostgres is StartOwnCluster's error when PostgreSQL is not installed
+// and installing it was not allowed.
+var ErrNoPostgres = errors.New("PostgreSQL is not installed")
+
 // StartOwnCluster runs deploy/pg.sh start (which starts the project's own
 // cluster or reuses the running one) and returns the URL it prints. Its
-// progress goes to stderr.
-func StartOwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
+// progress goes to stderr. With install false the script never installs
+// PostgreSQL (start --no-install): without it, the error is ErrNoPostgres.
+func StartOwnCluster(ctx context.Context, stderr io.Writer, install bool) (string, error) {
+	return startCluster(ctx, stderr, install, nil)
+}
+
+// startCluster is StartOwnCluster with env added to the script's
+// environment.
+func startCluster(ctx context.Context, stderr io.Writer, install bool, env []string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "deploy", "pg.sh"), "start")
+	args := []string{"start"}
+	if !install {
+		args = append(args, "--no-install")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "deploy", "pg.sh"), args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr
 	// A server started by the script must not keep the command waiting on
 	// a pipe it inherited.
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 4 {
+		return "", fmt.Errorf("deploy/pg.sh start --no-install: %w", ErrNoPostgres)
+	}
 	if err != nil {
-		return "", fmt.Errorf("deploy/pg.sh start: %w", err)
+		return "", fmt.Errorf("deploy/pg.sh %s: %w", strings.Join(args, " "), err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	u := strings.TrimSpace(lines[len(lines)-1])
