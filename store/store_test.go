@@ -523,6 +523,65 @@ func TestThreadListKeyset(t *testing.T) {
 	}
 }
 
+// TestEmptyCallerIsACaller: the caller "" owns the threads created with
+// caller "" and nothing else; no caller skips the ownership check, in any
+// method that takes one.
+func TestEmptyCallerIsACaller(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	tests := []struct{ owner, other string }{
+		{"alice", ""},
+		{"", "alice"},
+	}
+	for _, tt := range tests {
+		th := newThread(t, s, tt.owner)
+		chain(t, s, th.ID, uuid.Nil, 2)
+		if got, err := s.ThreadGet(ctx, tt.other, th.ID); errcode.Of(err) != errcode.NotFound {
+			t.Errorf("ThreadGet by %q of %q's thread: got %+v, %v; want not_found", tt.other, tt.owner, got, err)
+		}
+		if got, cps, run, err := s.ThreadRead(ctx, tt.other, th.ID, 0); errcode.Of(err) != errcode.NotFound || cps != nil {
+			t.Errorf("ThreadRead by %q of %q's thread: got %+v, %d checkpoints, run %v, %v; want not_found and nothing", tt.other, tt.owner, got, len(cps), run, err)
+		}
+		title := "mine now"
+		if _, err := s.ThreadUpdate(ctx, tt.other, th.ID, thread.ThreadUpdate{Title: &title}); errcode.Of(err) != errcode.NotFound {
+			t.Errorf("ThreadUpdate by %q of %q's thread: got %v, want not_found", tt.other, tt.owner, err)
+		}
+		if err := s.ThreadSetHead(ctx, tt.other, th.ID, uuid.New()); errcode.Of(err) != errcode.NotFound {
+			t.Errorf("ThreadSetHead by %q of %q's thread: got %v, want not_found", tt.other, tt.owner, err)
+		}
+		if err := s.ThreadDelete(ctx, tt.other, th.ID); errcode.Of(err) != errcode.NotFound {
+			t.Errorf("ThreadDelete by %q of %q's thread: got %v, want not_found", tt.other, tt.owner, err)
+		}
+		list, err := s.ThreadList(ctx, tt.other, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range list {
+			if got.ID == th.ID || got.Caller != tt.other {
+				t.Errorf("ThreadList by %q: got thread %s of %q, want only %q's threads", tt.other, got.ID, got.Caller, tt.other)
+			}
+		}
+		if got, err := s.ThreadGet(ctx, tt.owner, th.ID); err != nil || got.Caller != tt.owner {
+			t.Errorf("ThreadGet by the owner %q: got %+v, %v; want the thread", tt.owner, got, err)
+		}
+		if owner, err := s.ThreadOwner(ctx, th.ID); err != nil || owner != tt.owner {
+			t.Errorf("ThreadOwner: got %q, %v; want %q", owner, err, tt.owner)
+		}
+		// A retried create by another caller is refused, by the owner
+		// returns the existing thread.
+		if _, _, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: tt.other, CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt}); errcode.Of(err) != errcode.Conflict {
+			t.Errorf("ThreadCreate by %q of %q's id: got %v, want conflict", tt.other, tt.owner, err)
+		}
+		if got, created, err := s.ThreadCreate(ctx, &thread.Thread{ID: th.ID, Caller: tt.owner, CreatedAt: th.CreatedAt, UpdatedAt: th.CreatedAt}); err != nil || created || got.ID != th.ID {
+			t.Errorf("ThreadCreate again by the owner %q: got %+v, created %v, %v; want the existing thread", tt.owner, got, created, err)
+		}
+	}
+	if owner, err := s.ThreadOwner(ctx, uuid.New()); errcode.Of(err) != errcode.NotFound {
+		t.Errorf("ThreadOwner of an unknown id: got %q, %v; want not_found", owner, err)
+	}
+}
+
 func startRun(t testing.TB, s *store.Store, th *thread.Thread, parent uuid.UUID) (*thread.Run, error) {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Microsecond)

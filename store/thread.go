@@ -43,18 +43,35 @@ func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thr
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, fmt.Errorf("create thread: %w", interpretError(err))
 	}
-	existing, err := s.ThreadGet(ctx, "", t.ID)
+	owner, err := s.ThreadOwner(ctx, t.ID)
 	if err != nil {
 		return nil, false, fmt.Errorf("create thread: %w", err)
 	}
-	if existing.Caller != t.Caller {
+	if owner != t.Caller {
 		return nil, false, errcode.New(errcode.Conflict, "thread id %s is taken", t.ID)
+	}
+	existing, err := s.ThreadGet(ctx, t.Caller, t.ID)
+	if err != nil {
+		return nil, false, fmt.Errorf("create thread: %w", err)
 	}
 	return existing, false, nil
 }
 
-// ThreadGet returns the caller's thread; caller "" skips the owner check
-// (internal use only).
+// ThreadOwner returns the caller that owns the thread; see thread.Store.
+func (s *Store) ThreadOwner(ctx context.Context, id uuid.UUID) (string, error) {
+	var owner string
+	err := s.pool.QueryRow(ctx, `SELECT caller FROM threads WHERE id = $1`, id).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFoundThread(id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("thread owner: %w", interpretError(err))
+	}
+	return owner, nil
+}
+
+// ThreadGet returns the caller's thread: not_found for an unknown id or
+// another caller's thread, whatever the caller ("" included).
 func (s *Store) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*thread.Thread, error) {
 	t, err := scanThread(s.pool.QueryRow(ctx, sqlThreadGet, id, caller))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -267,14 +284,14 @@ var (
 		VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING ` + threadCols)
 	checkpointInsert = hot(`INSERT INTO checkpoints (thread_id, id, parent_id, seq, role, content, status, attachments, run_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
-	sqlThreadGet        = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2)`)
+	sqlThreadGet        = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND caller = $2`)
 	sqlCheckpointsAfter = hot(`SELECT ` + checkpointCols + ` FROM checkpoints WHERE thread_id = $1 AND seq > $2 ORDER BY seq`)
 	// The caller's checks are in each query of ThreadRead's batch, so
 	// nothing of another caller's thread is read, even to be dropped.
 	sqlCheckpointsAfterOwned = hot(`SELECT ` + checkpointCols + ` FROM checkpoints
-		WHERE thread_id = $1 AND seq > $2 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND ($3 = '' OR caller = $3)) ORDER BY seq`)
+		WHERE thread_id = $1 AND seq > $2 AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND caller = $3) ORDER BY seq`)
 	sqlRunActiveOwned = hot(`SELECT ` + runCols + ` FROM runs
-		WHERE thread_id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND ($2 = '' OR caller = $2))`)
+		WHERE thread_id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM threads WHERE id = $1 AND caller = $2)`)
 )
 
 // checkpointArgs is a checkpoint row's insert arguments.

@@ -708,7 +708,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 	if first && s.cfg.TitleModel != "" {
 		// A title model takes its time: the stream does not wait for it.
-		s.autoTitle(r.ThreadID, tree, text.String())
+		s.autoTitle(ar.thread.Caller, r.ThreadID, tree, text.String())
 	}
 }
 
@@ -880,7 +880,7 @@ const titlePrompt = "Write a title of at most six words for the conversation bel
 // configured title model when there is one (reply is the assistant's first
 // reply), else, or when that model fails, from the first words of the
 // first user message.
-func (s *Service) autoTitle(threadID uuid.UUID, tree *checkpoint.Tree, reply string) {
+func (s *Service) autoTitle(caller string, threadID uuid.UUID, tree *checkpoint.Tree, reply string) {
 	// Bounded by Shutdown's grace too (abandonCtx).
 	ctx, cancel := context.WithTimeout(s.abandonCtx, 30*time.Second)
 	defer cancel()
@@ -899,11 +899,11 @@ func (s *Service) autoTitle(threadID uuid.UUID, tree *checkpoint.Tree, reply str
 	if title == "" {
 		title = TitleFrom(question)
 	}
-	th, err := s.store.ThreadGet(ctx, "", threadID)
+	th, err := s.store.ThreadGet(ctx, caller, threadID)
 	if err != nil || th.Title != nil || title == "" {
 		return
 	}
-	if _, err := s.store.ThreadUpdate(ctx, th.Caller, threadID, ThreadUpdate{Title: &title}); err != nil {
+	if _, err := s.store.ThreadUpdate(ctx, caller, threadID, ThreadUpdate{Title: &title}); err != nil {
 		s.log.Warn("auto title", "thread_id", threadID, "err", err)
 	}
 }
@@ -1064,7 +1064,13 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 		// A log written before its tokens were cleaned (storable).
 		recs[i].Text, recs[i].Code = storable(recs[i].Text), errcode.Code(storable(string(recs[i].Code)))
 	}
-	th, err := s.store.ThreadGet(ctx, "", r.ThreadID)
+	// Recovery acts for the thread's owner, through the same checked
+	// reads as a request of that owner.
+	owner, err := s.store.ThreadOwner(ctx, r.ThreadID)
+	if err != nil {
+		return err
+	}
+	th, err := s.store.ThreadGet(ctx, owner, r.ThreadID)
 	if err != nil {
 		return err
 	}

@@ -229,8 +229,14 @@ type Store interface {
 	// ThreadCreate inserts t. It returns the existing thread and false if
 	// the id exists for the same caller, conflict if it exists for another.
 	ThreadCreate(ctx context.Context, t *Thread) (*Thread, bool, error)
-	// ThreadGet returns not_found for an unknown id or another caller's thread.
+	// ThreadGet returns not_found for an unknown id or another caller's
+	// thread. Every caller is checked: "" is a caller like any other, whose
+	// threads are those created with caller "".
 	ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*Thread, error)
+	// ThreadOwner returns the caller that owns the thread, or not_found: for
+	// the service's own work on a thread (recovering its run), which then
+	// reads it as that caller. Never answer a request with it.
+	ThreadOwner(ctx context.Context, id uuid.UUID) (string, error)
 	// ThreadList returns up to limit threads, most recently updated first,
 	// after the cursor (nil: from the start).
 	ThreadList(ctx context.Context, caller string, limit int, after *ThreadCursor) ([]*Thread, error)

@@ -58,7 +58,7 @@ func notFound(what string, id uuid.UUID) error {
 
 func (s *Store) thread(caller string, id uuid.UUID) (*thread.Thread, error) {
 	t := s.threads[id]
-	if t == nil || caller != "" && t.Caller != caller {
+	if t == nil || t.Caller != caller {
 		return nil, notFound("thread", id)
 	}
 	return t, nil
@@ -79,6 +79,17 @@ func (s *Store) ThreadCreate(_ context.Context, t *thread.Thread) (*thread.Threa
 	s.threads[t.ID] = &c
 	out := c
 	return &out, true, nil
+}
+
+// ThreadOwner implements thread.Store.
+func (s *Store) ThreadOwner(_ context.Context, id uuid.UUID) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.threads[id]
+	if t == nil {
+		return "", notFound("thread", id)
+	}
+	return t.Caller, nil
 }
 
 // ThreadGet implements thread.Store.
