@@ -1,16 +1,48 @@
 "use client";
 
 import { AssistantRuntimeProvider } from "@assistant-ui/react";
-import type { FC } from "react";
+import { useEffect, useState, type FC } from "react";
+import { NotFoundView } from "@/app/not-found";
+import { THREADS_CHANGED, getThread } from "@/lib/api";
+import { ThreadIdContext } from "./context";
 import { ModelPicker } from "./ModelPicker";
 import { Thread } from "./Thread";
 import { useThreadlineRuntime } from "./useThreadlineRuntime";
 
+/** The thread's title, reloaded when a run starts or ends (a title may come with it). */
+function useThreadTitle(threadId: string): string | null {
+  const [title, setTitle] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    const load = () =>
+      void getThread(threadId)
+        .then((t) => {
+          if (live) setTitle(t?.title ?? null);
+        })
+        .catch(() => {});
+    load();
+    window.addEventListener(THREADS_CHANGED, load);
+    return () => {
+      live = false;
+      window.removeEventListener(THREADS_CHANGED, load);
+    };
+  }, [threadId]);
+  return title;
+}
+
 export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
-  const { runtime, notice, dismissNotice } = useThreadlineRuntime(threadId);
+  const { runtime, notice, dismissNotice, notFound } = useThreadlineRuntime(threadId);
+  const title = useThreadTitle(threadId);
+  // The browser tab says which conversation it is.
+  useEffect(() => {
+    document.title = notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline";
+  }, [title, notFound]);
+  if (notFound) return <NotFoundView what="conversation" />;
   return (
-    <AssistantRuntimeProvider runtime={runtime}>
-      <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={<ModelPicker />} />
-    </AssistantRuntimeProvider>
+    <ThreadIdContext.Provider value={threadId}>
+      <AssistantRuntimeProvider runtime={runtime}>
+        <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={<ModelPicker />} />
+      </AssistantRuntimeProvider>
+    </ThreadIdContext.Provider>
   );
 };

@@ -1,7 +1,14 @@
 "use client";
 
+// Replies as GitHub-flavoured Markdown (remark-gfm: tables, strikethrough,
+// task lists, autolinks), code highlighted by Prism through assistant-ui's
+// syntax-highlighter package (class names, coloured by globals.css so that
+// dark mode applies), links opened in a new tab without access to this one.
+
 import { MarkdownTextPrimitive, type CodeHeaderProps } from "@assistant-ui/react-markdown";
-import { useState, type FC } from "react";
+import { makePrismAsyncSyntaxHighlighter } from "@assistant-ui/react-syntax-highlighter/full";
+import { useState, type AnchorHTMLAttributes, type FC } from "react";
+import remarkGfm from "remark-gfm";
 
 const CodeHeader: FC<CodeHeaderProps> = ({ language, code }) => {
   const [copied, setCopied] = useState(false);
@@ -21,6 +28,18 @@ const CodeHeader: FC<CodeHeaderProps> = ({ language, code }) => {
   );
 };
 
+const SyntaxHighlighter = makePrismAsyncSyntaxHighlighter({ useInlineStyles: false });
+
+/** A link in a reply: a new tab, no window.opener, no referrer. */
+const SafeLink: FC<AnchorHTMLAttributes<HTMLAnchorElement>> = ({ href, children, title }) => (
+  <a href={href} title={title} target="_blank" rel="noopener noreferrer">
+    {children}
+  </a>
+);
+
+const REMARK_PLUGINS = [remarkGfm];
+const COMPONENTS = { CodeHeader, SyntaxHighlighter, a: SafeLink };
+
 export const MarkdownText: FC = () => (
-  <MarkdownTextPrimitive className="markdown" smooth={false} components={{ CodeHeader }} />
+  <MarkdownTextPrimitive className="markdown" smooth={false} remarkPlugins={REMARK_PLUGINS} components={COMPONENTS} />
 );

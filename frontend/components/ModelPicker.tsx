@@ -1,30 +1,45 @@
 "use client";
 
-// Which model runs use (run_config.model), from GET /api/v1/models. Shown
-// only when the service offers more than one; the choice is kept per browser.
+// Which model runs use (run_config.model), from GET /api/v1/models: on the
+// welcome page and in every chat, shown when the service offers more than
+// one. Each model once; the service's default is marked and sends no
+// run_config. The choice is kept per browser.
 
 import { useEffect, useState, type FC } from "react";
 import { listModels, getSelectedModel, setSelectedModel, type ModelInfo } from "@/lib/api";
 
-export const ModelPicker: FC = () => {
+let cached: Promise<ModelInfo[]> | null = null;
+
+/** The service's models, fetched once per page load. */
+export function useModels(): ModelInfo[] {
   const [models, setModels] = useState<ModelInfo[]>([]);
-  const [value, setValue] = useState("");
   useEffect(() => {
     let live = true;
-    listModels()
-      .then((list) => {
-        if (!live) return;
-        setModels(list);
-        const stored = getSelectedModel();
-        setValue(stored && list.some((m) => m.name === stored) ? stored : "");
-      })
-      .catch(() => {});
+    cached ??= listModels().catch(() => {
+      cached = null;
+      return [];
+    });
+    void cached.then((list) => {
+      if (live) setModels(list);
+    });
     return () => {
       live = false;
     };
   }, []);
+  return models;
+}
+
+export function modelLabel(m: ModelInfo): string {
+  return `${m.name}${m.default ? " (default)" : ""}${m.configured === false ? " (not configured)" : ""}`;
+}
+
+export const ModelPicker: FC = () => {
+  const models = useModels();
+  const [picked, setPicked] = useState<string | null>(null);
   if (models.length < 2) return null;
-  const fallback = models.find((m) => m.default)?.name ?? "default";
+  const fallback = models.find((m) => m.default)?.name ?? models[0]!.name;
+  const stored = picked ?? getSelectedModel();
+  const value = stored && models.some((m) => m.name === stored) ? stored : fallback;
   return (
     <label className="model-picker">
       <span className="muted">Model</span>
@@ -32,15 +47,15 @@ export const ModelPicker: FC = () => {
         aria-label="Model"
         value={value}
         onChange={(e) => {
-          setValue(e.target.value);
-          setSelectedModel(e.target.value);
+          const name = e.target.value;
+          setPicked(name);
+          // The default is what the service picks anyway: no run_config.
+          setSelectedModel(name === fallback ? "" : name);
         }}
       >
-        <option value="">{`${fallback} (default)`}</option>
         {models.map((m) => (
           <option key={m.name} value={m.name}>
-            {m.name}
-            {m.configured === false ? " (not configured)" : ""}
+            {modelLabel(m)}
           </option>
         ))}
       </select>

@@ -1,13 +1,39 @@
 "use client";
 
+// The thread list: grouped by date (Today, Yesterday, …), the open thread
+// highlighted (aria-current), full titles on hover, rename and delete, "Load
+// more". Reloaded when a run starts or ends and after a change here; never
+// polled. On phones it is the drawer of AppShell.
+
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useRef, useState, useSyncExternalStore, type FC } from "react";
 import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api";
+import { groupByDate } from "@/lib/dates";
+import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
 import type { ThreadSummary } from "@/lib/types";
 
-export const Sidebar: FC = () => {
+const THEME_LABEL: Record<Theme, string> = { system: "Theme: system", dark: "Theme: dark", light: "Theme: light" };
+
+const ThemeToggle: FC = () => {
+  const theme = useSyncExternalStore(subscribeTheme, getTheme, () => "system" as const);
+  return (
+    <button
+      type="button"
+      className="button theme-toggle"
+      data-testid="theme-toggle"
+      data-theme-choice={theme}
+      aria-label={`${THEME_LABEL[theme]} (change)`}
+      onClick={() => setTheme(nextTheme(theme))}
+    >
+      {theme === "dark" ? "☾ " : theme === "light" ? "☀ " : "◐ "}
+      {THEME_LABEL[theme]}
+    </button>
+  );
+};
+
+export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) => void }> = ({ drawerOpen = false, onClose }) => {
   const pathname = usePathname();
   const router = useRouter();
   const currentId = pathname?.startsWith("/chat/") ? decodeURIComponent(pathname.slice("/chat/".length)) : null;
@@ -16,6 +42,7 @@ export const Sidebar: FC = () => {
   const { threads, cursor, loading, loaded, error } = useSyncExternalStore(store.subscribe, store.getState, store.getState);
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState("");
+  const nav = useRef<HTMLElement>(null);
 
   useEffect(() => {
     void store.refresh();
@@ -23,6 +50,11 @@ export const Sidebar: FC = () => {
     window.addEventListener(THREADS_CHANGED, onChange);
     return () => window.removeEventListener(THREADS_CHANGED, onChange);
   }, [store]);
+
+  // The opened drawer takes the keyboard focus.
+  useEffect(() => {
+    if (drawerOpen) nav.current?.querySelector<HTMLElement>("a, button")?.focus();
+  }, [drawerOpen]);
 
   // Which rename is open, for the handlers: submit and then blur save once.
   const editingRef = useRef<string | null>(null);
@@ -66,8 +98,19 @@ export const Sidebar: FC = () => {
     void store.refresh();
   };
 
+  const groups = groupByDate(threads, (t) => t.updated_at, new Date());
+
   return (
-    <nav className="sidebar" aria-label="Threads">
+    <nav
+      ref={nav}
+      id="sidebar"
+      className="sidebar"
+      aria-label="Threads"
+      onClick={(e) => {
+        // Following a link closes the drawer (phones).
+        if ((e.target as HTMLElement).closest("a")) onClose?.(false);
+      }}
+    >
       <div className="sidebar-head">
         <Link href="/welcome" className="brand">
           Threadline
@@ -81,58 +124,97 @@ export const Sidebar: FC = () => {
           {error}
         </div>
       ) : null}
-      <ul className="thread-list" data-testid="thread-list">
-        {threads.map((t) => (
-          <li
-            key={t.thread_id}
-            className={t.thread_id === currentId ? "thread-item active" : "thread-item"}
-            data-testid="thread-item"
-            data-thread-id={t.thread_id}
-          >
-            {editing === t.thread_id ? (
-              <form
-                className="rename-form"
-                onSubmit={(e) => {
-                  e.preventDefault();
-                  void saveRename(t.thread_id);
-                }}
-              >
-                <input
-                  className="rename-input"
-                  aria-label="Thread title"
-                  value={draft}
-                  autoFocus
-                  onChange={(e) => setDraft(e.target.value)}
-                  onKeyDown={(e) => {
-                    if (e.key === "Escape") cancelRename();
-                  }}
-                  onBlur={() => void saveRename(t.thread_id)}
+      <div className="thread-list" data-testid="thread-list">
+        {groups.map((g) => (
+          <section key={g.label} aria-label={g.label} data-testid="thread-group">
+            <h2 className="thread-group">{g.label}</h2>
+            <ul className="thread-group-list">
+              {g.items.map((t) => (
+                <ThreadItem
+                  key={t.thread_id}
+                  thread={t}
+                  current={t.thread_id === currentId}
+                  editing={editing === t.thread_id}
+                  draft={draft}
+                  onDraft={setDraft}
+                  onStartRename={startRename}
+                  onSaveRename={(id) => void saveRename(id)}
+                  onCancelRename={cancelRename}
+                  onDelete={(x) => void remove(x)}
                 />
-              </form>
-            ) : (
-              <>
-                <Link href={`/chat/${t.thread_id}`} className="thread-title" title={t.title || "Untitled"}>
-                  {t.title || "Untitled"}
-                </Link>
-                <span className="thread-actions">
-                  <button type="button" className="link" aria-label="Rename" title="Rename" onClick={() => startRename(t)}>
-                    ✎
-                  </button>
-                  <button type="button" className="link" aria-label="Delete" title="Delete" onClick={() => void remove(t)}>
-                    ✕
-                  </button>
-                </span>
-              </>
-            )}
-          </li>
+              ))}
+            </ul>
+          </section>
         ))}
-      </ul>
+      </div>
       {cursor ? (
         <button type="button" className="button load-more" onClick={() => void store.loadMore()} disabled={loading}>
           {loading ? "Loading…" : "Load more"}
         </button>
       ) : null}
       {loaded && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
+      <ThemeToggle />
     </nav>
+  );
+};
+
+const ThreadItem: FC<{
+  thread: ThreadSummary;
+  current: boolean;
+  editing: boolean;
+  draft: string;
+  onDraft: (s: string) => void;
+  onStartRename: (t: ThreadSummary) => void;
+  onSaveRename: (id: string) => void;
+  onCancelRename: () => void;
+  onDelete: (t: ThreadSummary) => void;
+}> = ({ thread: t, current, editing, draft, onDraft, onStartRename, onSaveRename, onCancelRename, onDelete }) => {
+  const title = t.title || "Untitled";
+  return (
+    <li className={current ? "thread-item active" : "thread-item"} data-testid="thread-item" data-thread-id={t.thread_id}>
+      {editing ? (
+        <form
+          className="rename-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            onSaveRename(t.thread_id);
+          }}
+        >
+          <input
+            className="rename-input"
+            aria-label="Thread title"
+            value={draft}
+            autoFocus
+            onChange={(e) => onDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === "Escape") {
+                e.preventDefault(); // the rename only, not the drawer
+                onCancelRename();
+              }
+            }}
+            onBlur={() => onSaveRename(t.thread_id)}
+          />
+        </form>
+      ) : (
+        <>
+          <Link
+            href={`/chat/${t.thread_id}`}
+            className="thread-title"
+            title={`${title} — ${new Date(t.updated_at).toLocaleString()}`}
+            aria-current={current ? "page" : undefined}
+          >
+            {title}
+          </Link>
+          <span className="thread-actions">
+            <button type="button" className="link" aria-label={`Rename “${title}”`} title="Rename" onClick={() => onStartRename(t)}>
+              ✎
+            </button>
+            <button type="button" className="link" aria-label={`Delete “${title}”`} title="Delete" onClick={() => onDelete(t)}>
+              ✕
+            </button>
+          </span>
+        </>
+      )}
+    </li>
   );
 };

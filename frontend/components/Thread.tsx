@@ -12,9 +12,12 @@ import {
   useAui,
   useAuiState,
 } from "@assistant-ui/react";
-import type { FC, ReactNode } from "react";
+import { useContext, useEffect, useState, type FC, type ReactNode } from "react";
+import { getRun, type RunInfo } from "@/lib/api";
 import { isImageType } from "@/lib/attachments";
+import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
+import { modelLabel, useModels } from "./ModelPicker";
 
 export type Notice = { code: string; message: string; retry?: boolean } | null;
 
@@ -117,23 +120,80 @@ const AttachmentThumb: FC = () => {
   return <img className="attachment-image" src={src} alt={attachment.name} />;
 };
 
-const ComposerAttachment: FC = () => (
+const ComposerAttachment: FC = () => {
+  const contentType = useAuiState((s) => s.attachment.contentType);
+  const isImage = useAuiState((s) => s.attachment.type === "image") || isImageType(contentType);
+  return isImage ? <ComposerImage /> : <FileChip withRemove />;
+};
+
+const ComposerImage: FC = () => (
   <AttachmentPrimitive.Root className="attachment" data-testid="composer-attachment">
     <AttachmentThumb />
     <span className="attachment-name">
       <AttachmentPrimitive.Name />
     </span>
-    <AttachmentPrimitive.Remove className="link" aria-label="Remove attachment">
+    <AttachmentPrimitive.Remove className="link" aria-label="Remove the image">
       ×
     </AttachmentPrimitive.Remove>
   </AttachmentPrimitive.Root>
 );
 
-const MessageAttachment: FC = () => (
-  <AttachmentPrimitive.Root className="attachment" data-testid="message-attachment">
-    <AttachmentThumb />
-  </AttachmentPrimitive.Root>
-);
+/** A file that is not an image: a chip with its kind and name, opening the stored file. */
+const FileChip: FC<{ withRemove?: boolean }> = ({ withRemove }) => {
+  const attachment = useAuiState((s) => s.attachment);
+  const part = attachment.content?.find((p) => p.type === "file");
+  const url = part && part.type === "file" ? part.data : undefined;
+  const kind = fileKind(attachment.name, attachment.contentType);
+  const body = (
+    <>
+      <span className="file-chip-icon" aria-hidden>
+        {kind}
+      </span>
+      <span className="file-chip-text">
+        <span className="attachment-name">{attachment.name}</span>
+        <span className="file-chip-type">{kind} file</span>
+      </span>
+    </>
+  );
+  return (
+    <AttachmentPrimitive.Root
+      className="attachment file-chip"
+      data-testid={withRemove ? "composer-attachment" : "message-attachment"}
+      data-kind={kind}
+    >
+      {url && !withRemove ? (
+        <a className="file-chip-link" href={url} target="_blank" rel="noopener noreferrer" title={`Open ${attachment.name}`}>
+          {body}
+        </a>
+      ) : (
+        body
+      )}
+      {withRemove ? (
+        <AttachmentPrimitive.Remove className="link" aria-label={`Remove ${attachment.name}`}>
+          ×
+        </AttachmentPrimitive.Remove>
+      ) : null}
+    </AttachmentPrimitive.Root>
+  );
+};
+
+function fileKind(name: string, contentType: string | undefined): string {
+  const ext = /\.([a-z0-9]+)$/i.exec(name)?.[1]?.toLowerCase();
+  if (ext && ext.length <= 4) return ext === "markdown" ? "md" : ext;
+  if (contentType === "application/pdf") return "pdf";
+  return "file";
+}
+
+const MessageAttachment: FC = () => {
+  const contentType = useAuiState((s) => s.attachment.contentType);
+  const isImage = useAuiState((s) => s.attachment.type === "image") || isImageType(contentType);
+  if (!isImage) return <FileChip />;
+  return (
+    <AttachmentPrimitive.Root className="attachment" data-testid="message-attachment">
+      <AttachmentThumb />
+    </AttachmentPrimitive.Root>
+  );
+};
 
 const BranchPicker: FC = () => (
   <BranchPickerPrimitive.Root hideWhenSingleBranch className="branch-picker" data-testid="branch-picker">
@@ -159,11 +219,11 @@ const UserMessage: FC = () => (
     </div>
     <div className="message-footer">
       <BranchPicker />
-      <ActionBarPrimitive.Root hideWhenRunning autohide="not-last" className="action-bar">
+      <ActionBar>
         <ActionBarPrimitive.Edit className="link" aria-label="Edit">
           Edit
         </ActionBarPrimitive.Edit>
-      </ActionBarPrimitive.Root>
+      </ActionBar>
     </div>
   </MessagePrimitive.Root>
 );
@@ -200,7 +260,7 @@ const AssistantMessage: FC = () => (
       <MessagePrimitive.Parts components={{ Text: MarkdownText }} />
     </div>
     <AuiIf condition={(s) => s.message.status?.type === "running" && s.message.content.length === 0}>
-      <span className="typing" aria-label="Thinking" data-testid="typing">
+      <span className="typing" role="status" aria-label="Thinking" data-testid="typing">
         ●●●
       </span>
     </AuiIf>
@@ -212,7 +272,7 @@ const AssistantMessage: FC = () => (
     <StatusLine />
     <div className="message-footer">
       <BranchPicker />
-      <ActionBarPrimitive.Root hideWhenRunning autohide="not-last" className="action-bar">
+      <ActionBar>
         <ActionBarPrimitive.Copy className="link" aria-label="Copy">
           <AuiIf condition={(s) => s.message.isCopied}>Copied</AuiIf>
           <AuiIf condition={(s) => !s.message.isCopied}>Copy</AuiIf>
@@ -220,7 +280,9 @@ const AssistantMessage: FC = () => (
         <ActionBarPrimitive.Reload className="link" aria-label="Regenerate">
           Regenerate
         </ActionBarPrimitive.Reload>
-      </ActionBarPrimitive.Root>
+        <RegenerateWith />
+      </ActionBar>
+      <ReplyDetails />
     </div>
   </MessagePrimitive.Root>
 );
@@ -230,3 +292,96 @@ const SystemMessage: FC = () => (
     <MessagePrimitive.Parts />
   </MessagePrimitive.Root>
 );
+
+/**
+ * A message's actions. Never unmounted (autohide="never"): the last
+ * message's always show; older ones show on hover and keyboard focus
+ * (globals.css, .reveal), and Tab reaches them either way.
+ */
+const ActionBar: FC<{ children: ReactNode }> = ({ children }) => {
+  const isLast = useAuiState((s) => s.message.isLast);
+  return (
+    <ActionBarPrimitive.Root hideWhenRunning autohide="never" className={isLast ? "action-bar" : "action-bar reveal"}>
+      {children}
+    </ActionBarPrimitive.Root>
+  );
+};
+
+/** "Regenerate with…": the reply again, by another model. */
+const RegenerateWith: FC = () => {
+  const aui = useAui();
+  const models = useModels();
+  const disabled = useAuiState((s) => s.thread.isRunning);
+  if (models.length < 2) return null;
+  return (
+    <select
+      className="regen-with"
+      aria-label="Regenerate with another model"
+      value=""
+      disabled={disabled}
+      onChange={(e) => {
+        const model = e.target.value;
+        if (model) aui.message().reload({ runConfig: { custom: { model } } });
+      }}
+    >
+      <option value="">Regenerate with…</option>
+      {models.map((m) => (
+        <option key={m.name} value={m.name}>
+          {modelLabel(m)}
+        </option>
+      ))}
+    </select>
+  );
+};
+
+const runs = new Map<string, Promise<RunInfo | null>>();
+
+/** The run behind a finished reply (model, usage, duration), asked once per run. */
+function useRunInfo(threadId: string | null, runId: string | undefined, finished: boolean): RunInfo | null {
+  const [info, setInfo] = useState<RunInfo | null>(null);
+  useEffect(() => {
+    if (!threadId || !runId || !finished) return;
+    let live = true;
+    let p = runs.get(runId);
+    if (!p) {
+      p = getRun(threadId, runId).catch(() => {
+        runs.delete(runId);
+        return null;
+      });
+      runs.set(runId, p);
+    }
+    void p.then((r) => {
+      if (live) setInfo(r);
+    });
+    return () => {
+      live = false;
+    };
+  }, [threadId, runId, finished]);
+  return info;
+}
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+
+/** Under each reply: which model wrote it, when, its usage and how long it took. */
+const ReplyDetails: FC = () => {
+  const threadId = useContext(ThreadIdContext);
+  const runId = useAuiState((s) => {
+    const r = s.message.metadata?.custom?.runId;
+    return typeof r === "string" ? r : undefined;
+  });
+  const createdAt = useAuiState((s) => s.message.createdAt);
+  const finished = useAuiState((s) => s.message.status?.type !== "running");
+  const info = useRunInfo(threadId, runId, finished);
+  if (!createdAt && !info) return null;
+  const parts: string[] = [];
+  if (info?.model) parts.push(info.model);
+  if (createdAt) parts.push(timeFormat.format(createdAt));
+  if (info?.usage) parts.push(`${info.usage.prompt_tokens} + ${info.usage.completion_tokens} tokens`);
+  if (info?.duration_ms != null) parts.push(`${(info.duration_ms / 1000).toFixed(1)} s`);
+  const full = createdAt ? createdAt.toLocaleString() : "";
+  return (
+    <span className="details-line" data-testid="reply-details" title={full}>
+      {parts.join(" · ")}
+    </span>
+  );
+};

@@ -8,6 +8,7 @@ import { AssistantRuntimeProvider, useExternalStoreRuntime, type AppendMessage, 
 import { useRouter } from "next/navigation";
 import { useCallback, type FC } from "react";
 import { handoffKey, newId, type Handoff } from "@/lib/api";
+import { ModelPicker } from "./ModelPicker";
 import { Composer } from "./Thread";
 import { ThreadPrimitive } from "@assistant-ui/react";
 
@@ -37,6 +38,9 @@ export const Welcome: FC = () => {
         <div className="welcome-box">
           <h1>Threadline</h1>
           <p className="muted">Start a conversation. Every reply is kept as a branch you can come back to.</p>
+          <div className="composer-toolbar">
+            <ModelPicker />
+          </div>
           <Composer placeholder="What's on your mind?" attachments={false} />
         </div>
       </ThreadPrimitive.Root>

@@ -14,7 +14,7 @@ import { isRunning } from "@/lib/reducer";
 export function useThreadlineRuntime(threadId: string) {
   // One controller per page; Chat is keyed by thread, so threadId is fixed.
   const [controller] = useState(() => new ThreadController(threadId));
-  const { chat, loaded } = useSyncExternalStore(controller.subscribe, controller.getState, controller.getState);
+  const { chat, loaded, notFound } = useSyncExternalStore(controller.subscribe, controller.getState, controller.getState);
 
   const attachmentAdapter = useMemo(() => new UploadAttachmentAdapter(controller.notice), [controller]);
   const messageRepository = useMemo(
@@ -42,7 +42,7 @@ export function useThreadlineRuntime(threadId: string) {
     return () => controller.stop();
   }, [controller]);
 
-  return { runtime, notice: chat.notice, dismissNotice: controller.dismissNotice, running, loaded };
+  return { runtime, notice: chat.notice, dismissNotice: controller.dismissNotice, running, loaded, notFound };
 }
 
 /** The model a "regenerate with…" asked for (runConfig.custom.model). */

@@ -65,6 +65,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok(text.includes("big.png") && text.includes("too_large"), text);
     assert.equal(await page.getByTestId("composer-attachment").count(), 0, "no chip for a refused file");
     // Nothing was sent.
-    assert.equal((await ctx.service(`/threads/${threadId}/messages`)).status, 404);
+    const r = await ctx.service(`/threads/${threadId}/messages`);
+    assert.ok(r.status === 404 || r.body.messages.length === 0, `messages: ${r.status} ${JSON.stringify(r.body)}`);
   });
 });

@@ -261,9 +261,9 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await page.getByTestId("message-error").waitFor({ timeout: 15_000 });
   });
 
-  test("markdown and code blocks, with copy", async ({ page, ctx }) => {
+  test("markdown (GFM tables, strikethrough, safe links) and highlighted code blocks, with copy", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
-    await page.getByLabel("Model").selectOption("markdown");
+    await page.getByLabel("Model", { exact: true }).selectOption("markdown");
     await send(page, "Answer in Markdown");
     const reply = assistantMessages(page).last();
     await reply.locator("pre code").waitFor({ timeout: 20_000 });
@@ -273,6 +273,25 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const code = await reply.locator("pre code").innerText();
     assert.ok(code.includes("def greet(name):") && code.includes('return f"hello {name}"'), code);
     assert.equal(norm(await reply.locator(".code-header span").innerText()), "python");
+    // Highlighted: Prism's tokens (the keyword "def", the string).
+    await poll(async () => (await reply.locator("pre code .token.keyword").count()) > 0, { message: "highlighted code" });
+    assert.equal(norm(await reply.locator("pre code .token.keyword").first().innerText()), "def");
+    // GFM: a table, strikethrough.
+    const table = reply.locator("table");
+    assert.deepEqual(await table.locator("th").allInnerTexts(), ["name", "score"]);
+    assert.deepEqual((await table.locator("tbody tr").allInnerTexts()).map(norm), ["ada 10", "bob 7"]);
+    assert.equal(norm(await reply.locator("del").innerText()), "wrong");
+    // A safe link: a new tab, no opener, underlined, not the body colour.
+    const link = reply.getByRole("link", { name: "the docs" });
+    assert.equal(await link.getAttribute("href"), "https://example.com/docs");
+    assert.equal(await link.getAttribute("target"), "_blank");
+    assert.match((await link.getAttribute("rel")) ?? "", /noopener/);
+    const look = await link.evaluate((a) => {
+      const s = getComputedStyle(a);
+      return { line: s.textDecorationLine, color: s.color, body: getComputedStyle(a.closest(".markdown")).color };
+    });
+    assert.match(look.line, /underline/);
+    assert.notEqual(look.color, look.body, "links are not in the body colour");
     await reply.getByRole("button", { name: "Copy code" }).waitFor();
     const { message } = await serverReply(ctx, threadId);
     assert.equal(message.status.type, "complete");
@@ -284,7 +303,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
 
   test("a missing model key says which variable to set", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
-    await page.getByLabel("Model").selectOption("needs-key");
+    await page.getByLabel("Model", { exact: true }).selectOption("needs-key");
     await send(page, "Hello?");
     const err = page.getByTestId("message-error");
     await err.waitFor({ timeout: 15_000 });

@@ -28,6 +28,13 @@ export const MARKDOWN_REPLY = [
   '    return f"hello {name}"',
   "```",
   "",
+  "| name | score |",
+  "| ---- | ----: |",
+  "| ada  | 10    |",
+  "| bob  | 7     |",
+  "",
+  "This is ~~wrong~~ right, see [the docs](https://example.com/docs).",
+  "",
   "That is all.",
 ].join("\n");
 

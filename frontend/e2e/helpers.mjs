@@ -122,8 +122,15 @@ export async function waitIdle(page, timeout = 30_000) {
   await sendButton(page).waitFor({ state: "visible", timeout });
 }
 
+/** A new, empty thread (made through the service: an unknown id is "not found"), opened. */
 export async function openNewChat(page, ctx) {
   const threadId = randomUUID();
+  const r = await ctx.service("/threads", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ thread_id: threadId }),
+  });
+  assert.ok(r.status === 201 || r.status === 200, `create thread: ${r.status} ${JSON.stringify(r.body)}`);
   await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
   await composer(page).waitFor();
   return threadId;
@@ -169,7 +176,7 @@ export async function editFirstUserMessage(page, text) {
  */
 export async function sendGated(page, ctx, text) {
   const gate = `ui-${randomUUID()}`;
-  await page.getByLabel("Model").selectOption("markdown");
+  await page.getByLabel("Model", { exact: true }).selectOption("markdown");
   await send(page, `${text} [gate:${gate}]`);
   return gate;
 }

@@ -169,3 +169,25 @@ export function setSelectedModel(name: string): void {
     /* storage off */
   }
 }
+
+/** A thread's summary (its title), or null when it does not exist. */
+export async function getThread(threadId: string): Promise<ThreadSummary | null> {
+  const res = await fetch(threadPath(threadId), { cache: "no-store" });
+  if (res.status === 404) return null;
+  return json<ThreadSummary>(res);
+}
+
+/** GET /threads/{id}/runs/{run}: the run's model, timings and usage. */
+export type RunInfo = {
+  run_id: string;
+  status: string;
+  model: string;
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+  created_at: string;
+  finished_at: string | null;
+  duration_ms: number | null;
+};
+
+export async function getRun(threadId: string, runId: string): Promise<RunInfo> {
+  return json<RunInfo>(await fetch(`${threadPath(threadId)}/runs/${encodeURIComponent(runId)}`, { cache: "no-store" }));
+}

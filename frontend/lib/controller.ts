@@ -22,7 +22,8 @@ import { readNdjson } from "./ndjson";
 import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
 import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
 
-export type ControllerState = { chat: ChatState; loaded: boolean };
+/** notFound: the thread does not exist and this page has sent nothing to it. */
+export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
 
 const MAX_RESYNC = 6;
 
@@ -84,7 +85,7 @@ type Optimistic = { message: WireMessage; parentId: string | null };
 type Refused = { id: string; text: string; parentId: string | null };
 
 export class ThreadController {
-  private state: ControllerState = { chat: initialChatState, loaded: false };
+  private state: ControllerState = { chat: initialChatState, loaded: false, notFound: false };
   private readonly listeners = new Set<() => void>();
   private notifyScheduled = false;
   private stream: AbortController | null = null;
@@ -366,6 +367,8 @@ export class ThreadController {
     }
     if (gen !== this.generation) return;
     if (!snapshot) {
+      const c = this.state.chat;
+      if (c.repository.messages.length === 0 && !c.pending) this.setState({ ...this.state, notFound: true });
       this.dispatch({ type: "stream_lost" });
       return;
     }

@@ -68,12 +68,38 @@ function userParts(parts: WireMessagePart[]) {
   return out;
 }
 
+type FilePart = { type: "file"; data: string; mimeType: string; filename?: string };
+
+function isFile(p: WireMessagePart): p is FilePart {
+  const f = p as { data?: unknown; mimeType?: unknown };
+  return p.type === "file" && typeof f.data === "string" && typeof f.mimeType === "string";
+}
+
+/** An attachment's parts: its image, or the file it stands for (a file chip). */
+function attachmentParts(a: WireAttachment, image: boolean) {
+  const parts: ({ type: "text"; text: string } | { type: "image"; image: string } | FilePart)[] = [];
+  for (const p of a.content ?? []) {
+    if (isText(p)) parts.push({ type: "text", text: p.text });
+    else if (isImage(p)) parts.push({ type: "image", image: p.image });
+    else if (isFile(p)) parts.push({ type: "file", data: p.data, mimeType: p.mimeType, ...(p.filename ? { filename: p.filename } : {}) });
+  }
+  if (parts.length === 0 && a.url) {
+    parts.push(
+      image
+        ? { type: "image", image: a.url }
+        : { type: "file", data: a.url, mimeType: a.contentType ?? "application/octet-stream", ...(a.name ? { filename: a.name } : {}) },
+    );
+  }
+  return parts;
+}
+
 function toAttachment(a: WireAttachment): CompleteAttachment {
-  const content = a.content ? userParts(a.content) : a.url ? [{ type: "image" as const, image: a.url }] : [];
   const contentType = a.contentType ?? "";
+  const image = a.type === "image" || contentType.startsWith("image/");
+  const content = attachmentParts(a, image);
   return {
     id: a.id,
-    type: a.type ?? (contentType.startsWith("image/") ? "image" : "file"),
+    type: a.type ?? (image ? "image" : "document"),
     name: a.name ?? "attachment",
     ...(contentType ? { contentType } : {}),
     status: { type: "complete" },

@@ -193,7 +193,8 @@ function applySnapshot(state: ChatState, run: FollowedRun, event: SnapshotEvent)
     repository,
     run: { ...run, status },
     pending: false,
-    notice: null,
+    // A refused send's notice stays (its Retry); others end with the run's news.
+    notice: state.notice?.retry ? state.notice : null,
   };
 }
 

@@ -267,3 +267,15 @@ test("a refused regenerate or edit brings back the branch that was shown", () =>
   assert.deepEqual(visiblePath(undone.repository).map((m) => m.id), ["u1", "a1"]);
   assert.equal(undone.repository.messages.length, 2);
 });
+
+test("a refused send's Retry notice outlives the snapshots of another run; the next request clears it", () => {
+  const optimistic = user("u9", "Later", "");
+  let s = chatReducer(initialChatState, { type: "request", message: optimistic, parentId: null });
+  s = chatReducer(s, { type: "request_failed", messageId: "u9", error: { code: "run_in_progress", message: "busy", retry: true } });
+  s = fold(s, [first]); // the other tab's run, shown meanwhile
+  assert.equal(s.notice?.retry, true, `got notice ${JSON.stringify(s.notice)}, want the Retry notice`);
+  const other = chatReducer(initialChatState, { type: "notice", error: { code: "x", message: "plain" } });
+  assert.equal(fold(other, [first]).notice, null, "a plain notice ends with a snapshot");
+  s = chatReducer(s, { type: "request", message: optimistic, parentId: null });
+  assert.equal(s.notice, null);
+});
