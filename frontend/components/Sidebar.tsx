@@ -206,10 +206,10 @@ const ThreadItem: FC<{
             {title}
           </Link>
           <span className="thread-actions">
-            <button type="button" className="link" aria-label={`Rename “${title}”`} title="Rename" onClick={() => onStartRename(t)}>
+            <button type="button" className="link" aria-label="Rename" title="Rename" onClick={() => onStartRename(t)}>
               ✎
             </button>
-            <button type="button" className="link" aria-label={`Delete “${title}”`} title="Delete" onClick={() => onDelete(t)}>
+            <button type="button" className="link" aria-label="Delete" title="Delete" onClick={() => onDelete(t)}>
               ✕
             </button>
           </span>

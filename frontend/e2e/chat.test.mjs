@@ -51,7 +51,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const threadId = await chatWithReply(page, ctx, "Regenerate this");
     const before = await lastAssistantText(page);
     await assistantMessages(page).last().hover();
-    await page.getByRole("button", { name: "Regenerate" }).click();
+    await assistantMessages(page).last().getByRole("button", { name: "Regenerate", exact: true }).click();
     const count = assistantMessages(page).last().getByTestId("branch-count");
     await poll(async () => norm(await count.innerText()) === "2 / 2", { message: "2 / 2 on the reply" });
     await waitIdle(page);
