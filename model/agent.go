@@ -266,6 +266,24 @@ func (e *emitter) emit(d step.Delta) error {
 	return nil
 }
 
+// raw hands a non-empty line of the provider's response to onRaw, unless
+// the step has finished.
+func (e *emitter) raw(line []byte, onRaw func([]byte)) error {
+	if onRaw == nil || len(line) == 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finished {
+		return errStepFinished
+	}
+	if e.err != nil {
+		return e.err
+	}
+	onRaw(line)
+	return nil
+}
+
 // setStop records the stop reason the wire said.
 func (e *emitter) setStop(s string) {
 	e.mu.Lock()

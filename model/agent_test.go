@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -329,9 +330,15 @@ func TestGoogleToolCalls(t *testing.T) {
 		",\r\n" + chunk([]any{map[string]any{"functionCall": map[string]any{"name": "calculator", "args": map[string]any{"expression": "12*7"}}},
 			map[string]any{"functionCall": map[string]any{"name": "clock", "args": map[string]any{}}}}, "STOP") + "]",
 	})
-	c, res := collectStep(t, s.stepper(t, "googleai", ""), agentReq())
+	req := agentReq()
+	var raw []string
+	req.OnRaw = func(line []byte) { raw = append(raw, string(line)) }
+	c, res := collectStep(t, s.stepper(t, "googleai", ""), req)
 	if c.text.String() != "Sure." {
 		t.Errorf("text: got %q, want %q", c.text.String(), "Sure.")
+	}
+	if len(raw) != 2 || !strings.HasPrefix(raw[0], `[{"candidates"`) || !strings.Contains(raw[1], `"functionCall"`) {
+		t.Errorf("raw lines: got %q, want the two lines of the response", raw)
 	}
 	// Google sends no ids and no argument pieces: each call whole, with an
 	// id of ours.
@@ -387,5 +394,42 @@ func TestStepOnDeltaError(t *testing.T) {
 	})
 	if !errors.Is(err, stop) || n != 4 {
 		t.Errorf("StreamStep: got %v after %d deltas, want the callback's error after 4", err, n)
+	}
+}
+
+// TestStepRaw: OnRaw sees every line of the provider's response as it
+// came, each before the deltas it produced; reasoning in OpenRouter's and
+// Ollama's "reasoning" field streams too.
+func TestStepRaw(t *testing.T) {
+	t.Parallel()
+	script := []string{
+		oaChunk(map[string]any{"role": "assistant", "reasoning": "Hmm."}, nil),
+		oaChunk(map[string]any{"content": "Hi"}, nil),
+		oaChunk(map[string]any{}, "stop"),
+		"data: [DONE]\n\n",
+	}
+	s := newScripted(t, "/v1/chat/completions", "text/event-stream", script)
+	var log []string
+	req := step.Request{Messages: []step.Message{{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "hi"}}}},
+		OnRaw: func(line []byte) { log = append(log, "raw "+string(line)) }}
+	_, err := s.stepper(t, "openai", "/v1").StreamStep(context.Background(), req, func(d step.Delta) error {
+		log = append(log, fmt.Sprintf("delta %d %s", d.Kind, d.Text))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, piece := range script {
+		want = append(want, "raw "+strings.TrimSuffix(piece, "\n\n"))
+		switch i {
+		case 0:
+			want = append(want, fmt.Sprintf("delta %d Hmm.", step.Reasoning))
+		case 1:
+			want = append(want, fmt.Sprintf("delta %d Hi", step.Text))
+		}
+	}
+	if strings.Join(log, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -196,4 +197,42 @@ func TestProviderMessage(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// FuzzTaps feeds arbitrary lines to the OpenAI and Anthropic stream
+// readers: they never panic, and the pieces streamed for a call always
+// join to the call the step returns.
+func FuzzTaps(f *testing.F) {
+	f.Add(`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{\"q"}}]}}]}`+"\n"+
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\":1}"}}]},"finish_reason":"tool_calls"}]}`, false)
+	f.Add(`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"x"}}`+"\n"+
+		`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`, true)
+	f.Fuzz(func(t *testing.T, stream string, anthropic bool) {
+		pieces := map[string]string{}
+		em := &emitter{onDelta: func(d step.Delta) error {
+			if d.Kind == step.ToolCallArgs {
+				pieces[d.ToolCallID] += d.ArgsText
+			}
+			return nil
+		}}
+		line := newOpenAITap(em).line
+		if anthropic {
+			line = newAnthropicTap(em).line
+		}
+		for _, l := range strings.Split(stream, "\n") {
+			if err := line([]byte(l)); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+		}
+		_ = em.finish()
+		calls := em.calls()
+		if len(calls) != len(pieces) {
+			t.Fatalf("calls %+v, streamed %v", calls, pieces)
+		}
+		for _, c := range calls {
+			if pieces[c.ID] != c.ArgsText || c.ID == "" {
+				t.Fatalf("call %+v: streamed %q", c, pieces[c.ID])
+			}
+		}
+	})
 }

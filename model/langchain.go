@@ -211,15 +211,28 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 	defer idle.Stop()
 	em := &emitter{onDelta: onDelta, touch: func() { idle.Reset(s.timeout) }}
 	p := &probe{}
-	if w == wireOpenAI {
-		p.tap = newOpenAITap(em).line
-	} else if w == wireAnthropic {
-		p.tap = newAnthropicTap(em).line
+	var parse func([]byte) error
+	switch w {
+	case wireOpenAI:
+		parse = newOpenAITap(em).line
+	case wireAnthropic:
+		parse = newAnthropicTap(em).line
+	}
+	if parse != nil || req.OnRaw != nil {
+		p.tap = func(line []byte) error {
+			if err := em.raw(line, req.OnRaw); err != nil {
+				return err
+			}
+			if parse == nil {
+				return nil
+			}
+			return parse(line)
+		}
 	}
 	cctx = context.WithValue(cctx, probeKey{}, p)
 
 	streamFn := func(_ context.Context, chunk []byte) error {
-		if p.tap != nil {
+		if parse != nil {
 			// The tap reads the wire: langchaingo's chunks (tool calls
 			// arrive here as JSON) are not the reply.
 			return em.check()
@@ -245,7 +258,7 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 		opts = append(opts, llms.WithTools(toLLMTools(req.Tools, w)))
 	}
 	resp, err := generate(cctx, llm, msgs, opts)
-	if err == nil && p.tap == nil {
+	if err == nil && parse == nil {
 		// Google and Ollama hand tool calls over whole with the response.
 		err = em.wholeCalls(resp)
 	}

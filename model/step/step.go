@@ -33,6 +33,12 @@ type Request struct {
 	// Call differs between calls on the same prompt (the run's sequence in
 	// the thread), so the built-in model varies deterministically.
 	Call int64
+	// OnRaw, when set, receives each non-empty line of the provider's response as
+	// it arrives (SSE lines for OpenAI-compatible servers and Anthropic,
+	// the JSON array's lines for Google, NDJSON for Ollama), before the
+	// deltas it produces, for the run's raw events. The line is only valid
+	// during the call; OnRaw must not block. Built-in models send none.
+	OnRaw func(line []byte)
 }
 
 // Message is one message the model sees. An assistant message is a whole
