@@ -35,7 +35,12 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 		}
 	}
 	var lost []uuid.UUID
-	if err := s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims).Scan(&lost); err != nil {
+	if s.peers.Load() {
+		err = s.appendNotify(ctx, data, ids, claims, segs, &lost)
+	} else {
+		err = s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims).Scan(&lost)
+	}
+	if err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
 	if len(lost) > 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +33,9 @@ type Store struct {
 	// spillAfter is about how long a run_log row lives: RunLogPurge moves
 	// running runs' segments out of rows this old.
 	spillAfter time.Duration
+	// peers says another live process shares the database (Notifier):
+	// only then does the group commit send wake-ups.
+	peers atomic.Bool
 }
 
 // logSpillAfter is Store.spillAfter's value: runs shorter than this are

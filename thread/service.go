@@ -49,6 +49,9 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// Limits bound callers, threads and model calls (limits.go).
 	Limits Limits
+	// Wakeups, when set, brings other processes' writes here within
+	// milliseconds (see Watch); nil: followers poll (wake.go).
+	Wakeups Wakeups
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -649,6 +652,8 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		}
 		return false, nil
 	}
+	wake := s.wakeRun(r.ID) // before the first read: a commit after it wakes us
+	defer wake.Close()
 	for {
 		var sub stream.Subscription[Event]
 		if last == 0 {
@@ -665,7 +670,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		// idle breaks off after one to two quiet seconds. A batch only marks
 		// the stream active: stopping and resetting the timer on every token
 		// cost two timer-heap updates per token.
-		idle := time.NewTimer(time.Second)
+		idle := time.NewTimer(s.pollEvery())
 		active := false
 	live:
 		for {
@@ -691,10 +696,13 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 						return err
 					}
 				}
+			case <-wake.C():
+				sub.Close() // another process wrote: read the log
+				break live
 			case <-idle.C:
 				if active {
 					active = false
-					idle.Reset(time.Second)
+					idle.Reset(s.pollEvery())
 					continue
 				}
 				// Quiet for a while: the run may be owned by another process

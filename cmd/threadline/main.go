@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadline/threadline/api"
@@ -301,6 +302,8 @@ type Program struct {
 	bgDone  chan struct{}
 	serveCh chan error
 	profile *os.File
+	// notifier is the process's LISTEN and presence connection.
+	notifier *store.Notifier
 }
 
 // Start migrates, connects and starts serving; Addr tells where.
@@ -328,11 +331,24 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 			return nil, fmt.Errorf("THREADLINE_TITLE_MODEL: %w", err)
 		}
 	}
+	// One dedicated connection per process: wake-ups from the other
+	// replicas and this process's presence (store.Notifier).
+	owner := uuid.NewString()
+	notifier, err := st.NewNotifier(cfg.DatabaseURL, store.NotifierConfig{Owner: owner, Logger: log})
+	if err == nil {
+		err = notifier.Start(ctx)
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	api.RegisterPoolStats(reg, func() api.PoolStats { return st.Pool().Stat() })
 	hub := stream.New[thread.Event](1024)
 	var srv *api.Server
 	svc := thread.New(st, hub, models, st, thread.Config{
+		Owner:       owner,
+		Wakeups:     notifier,
 		Lease:       cfg.RunLease,
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
@@ -360,6 +376,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		notifier.Stop()
 		st.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
@@ -372,13 +389,21 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		}
 		if err != nil {
 			ln.Close()
+			notifier.Stop()
 			st.Close()
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopBG = stop
-	go func() { defer close(p.bgDone); svc.Run(bg) }()
+	p.notifier = notifier
+	go func() {
+		defer close(p.bgDone)
+		watched := make(chan struct{})
+		go func() { defer close(watched); svc.Watch(bg) }()
+		svc.Run(bg)
+		<-watched
+	}()
 	go func() { p.serveCh <- p.http.Serve(ln) }()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "auth", len(cfg.APIKeys) > 0, "lease", cfg.RunLease.String())
 	return p, nil
@@ -431,6 +456,7 @@ func (p *Program) Close() error {
 	err := p.http.Shutdown(hctx)
 	p.stopBG()
 	<-p.bgDone
+	p.notifier.Stop()
 	p.store.Close()
 	if p.profile != nil {
 		pprof.StopCPUProfile()

@@ -1,0 +1,156 @@
+package thread
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Wakeups is how this process hears, within milliseconds of their commit,
+// of the writes of the other processes that share the database: a run's
+// log grew or ended, a cancel was requested, a thread was deleted, a
+// process died. A wake-up only says "read again": the store stays the
+// source of truth, and without wake-ups (Config.Wakeups nil) followers of
+// other processes' runs poll and cancels wait for the lease renewal.
+type Wakeups interface {
+	// WakeRun returns a subscription woken whenever the run's log grows,
+	// the run ends or is deleted, in any process, and whenever wake-ups
+	// may have been lost (a reconnect). Wake-ups coalesce.
+	WakeRun(runID uuid.UUID) Wake
+	// Changes returns a subscription to cancels, deleted threads, dead
+	// processes and resets. Its channel closes when the subscriber fell
+	// behind (it then resubscribes and treats it as a reset) or the
+	// Wakeups stopped.
+	Changes() Changes
+}
+
+// Wake is a subscription to one run's wake-ups.
+type Wake interface {
+	C() <-chan struct{}
+	Close()
+}
+
+// Changes is a subscription to the changes other processes made.
+type Changes interface {
+	C() <-chan Change
+	Close()
+}
+
+// ChangeKind says what changed.
+type ChangeKind int
+
+const (
+	// ChangeCancel: a cancel of run ID was requested.
+	ChangeCancel ChangeKind = iota + 1
+	// ChangeThreadGone: thread ID was deleted.
+	ChangeThreadGone
+	// ChangeOwnerDead: a process died; its runs' leases were expired so
+	// that Recover takes them now.
+	ChangeOwnerDead
+	// ChangeReset: wake-ups may have been lost; forget what is cached.
+	ChangeReset
+)
+
+// Change is one change another process made.
+type Change struct {
+	Kind ChangeKind
+	ID   uuid.UUID
+}
+
+// pollEvery is how long a follower of a run waits, quiet, before it reads
+// the log again: with wake-ups only a safety net.
+func (s *Service) pollEvery() time.Duration {
+	if s.cfg.Wakeups != nil {
+		return 2 * time.Second
+	}
+	return time.Second
+}
+
+// nopWake never fires.
+type nopWake struct{}
+
+func (nopWake) C() <-chan struct{} { return nil }
+func (nopWake) Close()             {}
+
+// wakeRun subscribes a follower to a run's wake-ups, unless the run is
+// this process's own (its events come through the hub) or there are no
+// wake-ups.
+func (s *Service) wakeRun(runID uuid.UUID) Wake {
+	if s.cfg.Wakeups == nil {
+		return nopWake{}
+	}
+	s.mu.Lock()
+	local := s.runs[runID] != nil
+	s.mu.Unlock()
+	if local {
+		return nopWake{}
+	}
+	return s.cfg.Wakeups.WakeRun(runID)
+}
+
+// Watch applies what other processes did until ctx ends: a cancel
+// requested anywhere stops the local run at once, a deleted thread stops
+// its local run and leaves the tree cache, a dead process's runs are
+// recovered now, and a reset empties the tree cache. Without Wakeups it
+// returns at once.
+func (s *Service) Watch(ctx context.Context) {
+	if s.cfg.Wakeups == nil {
+		return
+	}
+	for {
+		sub := s.cfg.Wakeups.Changes()
+		s.watchChanges(ctx, sub)
+		sub.Close()
+		s.forgetAll() // it fell behind or the wake-ups restarted
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Service) watchChanges(ctx context.Context, sub Changes) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			s.apply(ctx, c)
+		}
+	}
+}
+
+func (s *Service) apply(ctx context.Context, c Change) {
+	switch c.Kind {
+	case ChangeCancel:
+		s.cancelLocal(c.ID, RunCancelled)
+	case ChangeThreadGone:
+		s.mu.Lock()
+		for _, ar := range s.runs {
+			if ar.run.ThreadID == c.ID {
+				ar.cancel(RunCancelled)
+			}
+		}
+		s.mu.Unlock()
+		s.forget(c.ID)
+	case ChangeOwnerDead:
+		s.Recover(ctx)
+	case ChangeReset:
+		s.forgetAll()
+	}
+}
+
+// forgetAll empties the tree cache.
+func (s *Service) forgetAll() {
+	s.mu.Lock()
+	clear(s.trees)
+	clear(s.owners)
+	s.mu.Unlock()
+}
