@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,9 +35,9 @@ var (
 func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = "/usr/local/go/bin/go" // where the project's machines keep it
 		}
 		binPath = filepath.Join(binDir, "threadline")
 		out, err := exec.Command(goBin, "build", "-o", binPath, "..").CombinedOutput()
