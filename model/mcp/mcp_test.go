@@ -102,7 +102,7 @@ func stdioConfig(t *testing.T, extra string) mcp.Config {
 		t.Fatal(err)
 	}
 	cfg, err := mcp.ParseConfig([]byte(`{"servers":[{"name":"local","command":` + js(exe) +
-		`,"env":{"` + serverEnv + `":"stdio"},"timeout":"300ms"` + extra + `}]}`))
+		`,"env":{"` + serverEnv + `":"stdio"},"timeout":"2s"` + extra + `}]}`))
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
@@ -114,7 +114,7 @@ func httpConfig(t *testing.T, extra string) (mcp.Config, *httptest.Server) {
 	srv := testServer(false)
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
-	cfg, err := mcp.ParseConfig([]byte(`{"servers":[{"name":"remote","url":"` + hs.URL + `","timeout":"300ms"` + extra + `}]}`))
+	cfg, err := mcp.ParseConfig([]byte(`{"servers":[{"name":"remote","url":"` + hs.URL + `","timeout":"2s"` + extra + `}]}`))
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestListAndCall(t *testing.T) {
 				{"files_read", `{}`, `"read"`, false},
 				{"fail", `{}`, `"it failed on purpose"`, true},
 				{"add", `{"a":"two"}`, ``, true}, // the SDK refuses arguments against the schema
-				{"wait", `{"seconds":5}`, `"` + tc.prefix + `wait timed out after 300ms"`, true},
+				{"wait", `{"seconds":30}`, `"` + tc.prefix + `wait timed out after 2s"`, true},
 				{"echo", `{"text":"still there"}`, `"you said: still there"`, false}, // the timed-out call did not break the session
 			}
 			for _, c := range tests {
@@ -239,7 +239,9 @@ func TestCancel(t *testing.T) {
 // the next call starts it again.
 func TestServerCrash(t *testing.T) {
 	t.Parallel()
-	r := setup(t, stdioConfig(t, ""))
+	// A call's timeout also bounds starting the server again, which a
+	// loaded machine may take a while to do.
+	r := setup(t, stdioConfig(t, `,"timeout":"20s"`))
 	res := call(t, r, "local__crash", `{}`)
 	if !res.IsError || !strings.Contains(string(res.Value), "MCP server local") {
 		t.Errorf("crash: got %s isError=%v, want an isError result naming the server", res.Value, res.IsError)
