@@ -37,8 +37,9 @@ type NotifierConfig struct {
 	// Check is how often the other processes' presence is checked (250ms).
 	Check time.Duration
 	// Settle is how long this process's own connection must have been up
-	// before it declares another process dead (2s): after a Postgres
-	// restart every process needs a moment to take its lock again.
+	// again after a reconnect before it declares another process dead
+	// (2s): after a Postgres restart every process needs a moment to take
+	// its lock again.
 	Settle time.Duration
 	// Logger receives reconnects and deaths (slog.Default).
 	Logger *slog.Logger
@@ -98,6 +99,9 @@ func (n *Notifier) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Settle is for reconnects: at a first start the others are not
+	// taking their locks again.
+	n.upSince.Store(time.Now().Add(-n.cfg.Settle).UnixNano())
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.mu.Lock()
 	n.cancel, n.done = cancel, make(chan struct{})
