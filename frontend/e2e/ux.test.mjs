@@ -333,7 +333,9 @@ browserSuite(import.meta.filename, (test) => {
     const picker = page.getByLabel("Model", { exact: true });
     await picker.waitFor();
     const options = (await picker.locator("option").allInnerTexts()).map(norm);
-    assert.equal(options.filter((o) => o.startsWith("builtin")).length, 1, `builtin once: ${options}`);
+    const names = options.map((o) => o.replace(/ \(.*\)$/, ""));
+    assert.equal(names.filter((n) => n === "builtin").length, 1, `builtin once: ${options}`);
+    assert.equal(new Set(names).size, names.length, `each model once: ${options}`);
     assert.ok(options.includes("builtin (default)"), `${options}`);
     assert.ok(options.some((o) => o.startsWith("markdown")), `${options}`);
     await picker.selectOption("markdown");
