@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,6 +44,20 @@ type Config struct {
 	// RateLimit is requests per second per caller (0: off), with a burst of
 	// twice that.
 	RateLimit float64
+	// AddrRateLimit is requests per second per client address, before
+	// authentication (0: off), with a burst of twice that.
+	AddrRateLimit float64
+	// AuthFailures is how many failed authentications an address may make
+	// in a burst (10; negative: no limit); they are then allowed at
+	// AuthFailRate per second (0.2). Over it, every request of that
+	// address is refused with 429 until the bucket refills, so guessing
+	// keys is slow.
+	AuthFailures int
+	AuthFailRate float64
+	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For names
+	// the client's address; without them the address is the connection's
+	// own, which a client cannot forge.
+	TrustedProxies []*net.IPNet
 	// Logger receives one JSON line per request (slog.Default).
 	Logger *slog.Logger
 	// Registry collects metrics (a new registry).
@@ -79,6 +94,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	streams *streamCounts
+	// addrs limits requests per address; authFails limits failed
+	// authentications per address. Each nil when off.
+	addrs, authFails *limiters
 }
 
 // statuses maps every error code to its HTTP status: the one place that
@@ -169,7 +187,28 @@ func New(svc *thread.Service, cfg Config) *Server {
 	// Authentication and rate limiting are route middleware, not group
 	// middleware: echo answers a group's unknown method with its catch-all
 	// 404, and a wrong method on a known path must stay a 405.
-	mw := []echo.MiddlewareFunc{s.authenticate}
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(cfg.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range cfg.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
+	if cfg.AddrRateLimit > 0 {
+		s.addrs = newLimiters(cfg.AddrRateLimit, int(2*cfg.AddrRateLimit)+1)
+	}
+	if cfg.AuthFailures == 0 {
+		cfg.AuthFailures = 10
+	}
+	if cfg.AuthFailRate <= 0 {
+		cfg.AuthFailRate = 0.2
+	}
+	if cfg.AuthFailures > 0 {
+		s.authFails = newLimiters(cfg.AuthFailRate, cfg.AuthFailures)
+	}
+	s.cfg = cfg
+	mw := []echo.MiddlewareFunc{s.limitAddr, s.authenticate}
 	if cfg.RateLimit > 0 {
 		mw = append(mw, middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 			Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
@@ -245,9 +284,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Set(callerKey, "local")
 			return next(c)
 		}
+		ip := c.RealIP()
+		if s.authFails != nil && s.authFails.exhausted(ip) {
+			return errcode.New(errcode.RateLimited, "too many failed authentications from this address; retry later")
+		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		token, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || token == "" {
+			s.authFailed(ip)
 			return errcode.New(errcode.Unauthenticated, "send Authorization: Bearer <api key>")
 		}
 		found := ""
@@ -257,9 +301,27 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if found == "" {
+			s.authFailed(ip)
 			return errcode.New(errcode.Unauthenticated, "the API key is not valid")
 		}
 		c.Set(callerKey, found)
+		return next(c)
+	}
+}
+
+func (s *Server) authFailed(ip string) {
+	if s.authFails != nil {
+		s.authFails.allow(ip)
+	}
+}
+
+// limitAddr refuses an address over AddrRateLimit, before its key is
+// looked at.
+func (s *Server) limitAddr(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.addrs != nil && !s.addrs.allow(c.RealIP()) {
+			return errcode.New(errcode.RateLimited, "too many requests from this address; retry in a second")
+		}
 		return next(c)
 	}
 }

@@ -113,6 +113,10 @@ type Config struct {
 	RunsPerCaller     int
 	MessagesPerThread int
 	MaxInlineBytes    int64
+	AddrRateLimit     float64
+	AuthFailures      int
+	AuthFailRate      float64
+	TrustedProxies    []*net.IPNet
 }
 
 // startLinger maps the setting onto thread.Config, where 0 is the default
@@ -208,6 +212,12 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.num(&runsPC, "runs-per-caller", "THREADLINE_RUNS_PER_CALLER", 64, "runs one caller may have in progress in this process (429 over it; 0: off)")
 	e.num(&msgsPT, "max-thread-messages", "THREADLINE_MAX_THREAD_MESSAGES", 10000, "messages one thread may hold (413 over it; 0: off)")
 	e.num(&cfg.MaxInlineBytes, "max-inline-bytes", "THREADLINE_MAX_INLINE_BYTES", 20<<20, "attachment bytes one model call may carry, newest first; the rest are named, not read (0: off)")
+	var authFails int64
+	var proxies string
+	e.float(&cfg.AddrRateLimit, "addr-rate-limit", "THREADLINE_ADDR_RATE_LIMIT", 0, "requests per second per client address, before authentication, burst twice that (0: off)")
+	e.num(&authFails, "auth-failures", "THREADLINE_AUTH_FAILURES", 10, "failed authentications an address may make in a burst before all its requests are refused with 429 (0: no limit)")
+	e.float(&cfg.AuthFailRate, "auth-fail-rate", "THREADLINE_AUTH_FAIL_RATE", 0.2, "failed authentications per second an address regains after the burst")
+	e.str(&proxies, "trusted-proxies", "THREADLINE_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For names the client address for the limits (empty: the connection's address)")
 	e.str(&cfg.LogLevel, "log-level", "THREADLINE_LOG_LEVEL", "info", "debug, info, warn or error")
 	var tokens int64
 	var delay time.Duration
@@ -234,6 +244,17 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
 	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
+	cfg.AuthFailures = int(authFails)
+	for _, p := range strings.Split(proxies, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			return cfg, fmt.Errorf("THREADLINE_TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", p)
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, n)
+	}
 	// Flags override the environment for the model registry too.
 	over := map[string]string{
 		"THREADLINE_BUILTIN_TOKENS": strconv.FormatInt(tokens, 10),
@@ -373,6 +394,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment, AttachmentTypes: cfg.AttachmentTypes,
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun),
+		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
