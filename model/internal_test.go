@@ -26,6 +26,10 @@ func TestRedact(t *testing.T) {
 		{"url key", "GET https://x/v1beta/models?alt=sse&key=AIzaSyXYZ failed", "", "GET https://x/v1beta/models?alt=sse&key=[redacted] failed"},
 		{"api key header", "x-api-key: abcdef; next", "", "x-api-key: [redacted]; next"},
 		{"nothing secret", "rate limit reached for gpt-4o", "k3y-not-present", "rate limit reached for gpt-4o"},
+		{"key in another case", "invalid key ABC123XYZ here", "abc123XYZ", "invalid key [redacted] here"},
+		{"key in base64", "token YWJjMTIzWFla sent", "abc123XYZ", "token [redacted] sent"},
+		{"key in hex", "hex 616263313233585a5a", "abc123XZZ", "hex [redacted]"},
+		{"key URL-escaped", "url k%2Fey%2B1 sent", "k/ey+1", "url [redacted] sent"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -340,13 +342,30 @@ func (m *providerModel) redact(s string) string { return redact(s, m.spec.key) }
 
 func redact(s, key string) string {
 	if len(key) >= 4 {
-		s = strings.ReplaceAll(s, key, "[redacted]")
+		// In any letter case and in the encodings a provider or a proxy
+		// may echo it in: a key that reaches a caller is a key lost.
+		for _, form := range secretForms(key) {
+			s = regexp.MustCompile("(?i)"+regexp.QuoteMeta(form)).ReplaceAllLiteralString(s, "[redacted]")
+		}
 	}
 	s = reBearer.ReplaceAllString(s, "Bearer [redacted]")
 	s = reSK.ReplaceAllString(s, "sk-[redacted]")
 	s = reURLKey.ReplaceAllString(s, "${1}[redacted]")
 	s = reHeader.ReplaceAllString(s, "${1}[redacted]")
 	return s
+}
+
+// secretForms are the spellings of key that redact removes: itself, its
+// URL and JSON escapings, base64 (padded or not, standard or URL) and hex.
+func secretForms(key string) []string {
+	b := []byte(key)
+	quoted, _ := json.Marshal(key)
+	forms := []string{key, url.QueryEscape(key), url.PathEscape(key), string(quoted[1 : len(quoted)-1]),
+		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b), hex.EncodeToString(b)}
+	// Longest first, so a form is not left half-replaced by a shorter one.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(forms)
 }
 
 // providerMessage extracts the provider's own error message from an error
