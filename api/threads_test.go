@@ -150,6 +150,8 @@ func TestErrorTable(t *testing.T) {
 		{"bad UUID in body", "POST", "/api/v1/threads", `{"thread_id":"nope"}`, nil, 400, "invalid_request"},
 		{"bad UUID in path", "GET", "/api/v1/threads/nope", nil, nil, 400, "invalid_request"},
 		{"two JSON values", "PATCH", "/api/v1/threads/" + id, `{"title":"a"} {}`, nil, 400, "invalid_request"},
+		{"a stray bracket after the value", "PATCH", "/api/v1/threads/" + id, `{"title":"a"}]`, nil, 400, "invalid_request"},
+		{"a stray brace after null", "POST", "/api/v1/threads", `null}`, nil, 400, "invalid_request"},
 		{"bad head id", "PUT", "/api/v1/threads/" + id + "/head", `{"message_id":"x"}`, nil, 400, "invalid_request"},
 		{"missing head id", "PUT", "/api/v1/threads/" + id + "/head", `{}`, nil, 400, "invalid_request"},
 		{"bad after", "GET", "/api/v1/threads/" + id + "/runs/" + newID() + "/stream?after=-1", nil, nil, 400, "invalid_request"},
