@@ -152,7 +152,7 @@ func TestConnectionCap(t *testing.T) {
 	for _, c := range held {
 		c.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + s.addr + "/healthz")
 		if err == nil {
