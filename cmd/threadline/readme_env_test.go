@@ -80,9 +80,9 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 
 	// Anything else documented must still be read somewhere.
 	used := map[string]bool{}
-	sources := []string{"../../store/pgtest/pgtest.go", "../../Makefile",
+	sources := []string{"../../Makefile",
 		"../../frontend/scripts/web.sh", "../../frontend/app/api/v1/[...path]/route.ts"}
-	for _, dir := range []string{"../../deploy", "../../.ci"} {
+	for _, dir := range []string{"../../deploy", "../../.ci", "../../store/pgtest"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		sources = append(sources, files...)
 	}
