@@ -70,7 +70,7 @@ func arrivals(s *stream) map[int64]time.Time {
 }
 
 func deliveryDelays(b *testing.B) (same, cross []time.Duration) {
-	_, rs := cluster(b, 2, "THREADLINE_BUILTIN_DELAY=20ms", "THREADLINE_BUILTIN_TOKENS=250", longLease,
+	_, rs := cluster(b, 2, "THREADLINE_BUILTIN_DELAY=20ms", "THREADLINE_BUILTIN_TOKENS=400", longLease,
 		"THREADLINE_REJOINS_PER_RUN=0", "THREADLINE_STREAMS_PER_CALLER=0")
 	tid := uuid.NewString()
 	live := startRun(b, rs[0], tid, message("", "delivery"))
@@ -82,8 +82,8 @@ func deliveryDelays(b *testing.B) (same, cross []time.Duration) {
 	}
 	// Tokens the starting client reads from here on went out after every
 	// follower subscribed (and the backlog it gathered meanwhile is read
-	// within the margin).
-	ready := time.Now().Add(500 * time.Millisecond)
+	// within the margin: their catch-up reads take a moment).
+	ready := time.Now().Add(1500 * time.Millisecond)
 	res := make([]map[int64]time.Time, len(subs))
 	var wg sync.WaitGroup
 	for i, s := range subs {
