@@ -67,7 +67,8 @@ trap 'exit 129' HUP
 for ((i = 0; i < n; i++)); do
 	addr="127.0.0.1:$((port + i))"
 	echo "    server r$i $addr check" >>"$cfg"
-	THREADLINE_ADDR="$addr" bin/threadline serve 2> >(sed -u "s/^/r$i /" >&2) &
+	THREADLINE_ADDR="$addr" THREADLINE_TRUSTED_PROXIES="${THREADLINE_TRUSTED_PROXIES:-127.0.0.1/32}" \
+		bin/threadline serve 2> >(sed -u "s/^/r$i /" >&2) &
 	pids+=($!)
 	say "replica r$i on http://$addr (pid $!)"
 done

@@ -24,8 +24,8 @@ const nextConfig: NextConfig = {
   // (a gzip stream buffers), the proxy route streams the service's body as is.
   compress: false,
   poweredByHeader: false,
-  async headers() {
-    return [
+  headers() {
+    return Promise.resolve([
       {
         source: "/:path*",
         headers: [
@@ -35,7 +35,7 @@ const nextConfig: NextConfig = {
           { key: "X-Frame-Options", value: "DENY" },
         ],
       },
-    ];
+    ]);
   },
 };
 
