@@ -264,7 +264,8 @@ browserSuite(import.meta.filename, (test) => {
     const nf = page.getByTestId("not-found");
     await nf.waitFor();
     assert.match(await nf.innerText(), /Conversation not found/);
-    assert.equal(await page.title(), "Not found · Threadline");
+    // The tab title is set by an effect after the page renders.
+    await poll(async () => (await page.title()) === "Not found · Threadline", { message: "the not-found tab title" });
     await page.waitForTimeout(4000);
     const lists = requests.filter((p) => p === "/api/v1/threads");
     assert.ok(lists.length <= 1, `thread list fetched ${lists.length} times in 4 s: ${JSON.stringify(requests)}`);
