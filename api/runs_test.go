@@ -557,6 +557,12 @@ func TestModelErrorIsAnEvent(t *testing.T) {
 	if final.RunStatus != "failed" || asst.Status.Type != "incomplete" || asst.Status.Reason != "error" || asst.text() != tokensText(evs) {
 		t.Fatalf("failed run: status %s, reply %+v", final.RunStatus, asst)
 	}
+	// A failed first reply still names the thread by its question.
+	resp, b := e.do("GET", "/api/v1/threads/"+tid, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if !strings.Contains(string(b), `"title":"/fail model_timeout"`) {
+		t.Fatalf("title after a failed first run: got %s, want %q", b, "/fail model_timeout")
+	}
 }
 
 func TestAttachments(t *testing.T) {

@@ -692,10 +692,14 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	if res.Model != "" && res.Model != r.Model {
 		modelName = r.Model + " (" + storable(res.Model) + ")"
 	}
-	first := status == RunSucceeded && r.UserMessageID != uuid.Nil && r.TreeSeq == 1
+	// The first turn names its thread whatever its outcome (a stopped or
+	// failed first reply still leaves the question to name it by); the
+	// title model is asked only about a reply that succeeded.
+	first := r.UserMessageID != uuid.Nil && r.TreeSeq == 1
+	byModel := first && status == RunSucceeded && s.cfg.TitleModel != ""
 	fin := finishing{run: r, ar: ar, log: w, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
 		model: modelName, usage: usage, err: runErr}
-	if first && s.cfg.TitleModel == "" {
+	if first && !byModel {
 		// Titled in the final transaction, so a client that reads the
 		// thread after the stream ends sees it.
 		fin.title = TitleFrom(tree.Nodes()[0].Text())
@@ -706,7 +710,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	if s.finish(fin) != nil {
 		return
 	}
-	if first && s.cfg.TitleModel != "" {
+	if byModel {
 		// A title model takes its time: the stream does not wait for it.
 		s.autoTitle(ar.thread.Caller, r.ThreadID, tree, text.String())
 	}

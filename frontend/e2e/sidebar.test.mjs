@@ -5,7 +5,10 @@ import { randomUUID } from "node:crypto";
 import { browserSuite } from "./harness.mjs";
 import {
   norm,
+  openNewChat,
   poll,
+  send,
+  waitIdle,
 } from "./helpers.mjs";
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
@@ -33,6 +36,20 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await page.waitForURL("**/welcome");
     await item.waitFor({ state: "detached" });
     assert.equal((await ctx.service(`/threads/${threadId}`)).status, 404);
+  });
+
+  test("a thread whose first reply failed is titled by its question", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    // The built-in model fails a message that starts with /fail.
+    await send(page, "/fail model_error");
+    await waitIdle(page);
+    await poll(async () => (await ctx.service(`/threads/${threadId}`)).body?.title === "/fail model_error", {
+      message: "the title stored after the failed run",
+    });
+    await page.reload();
+    const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
+    await poll(async () => norm(await item.innerText()).includes("/fail model_error"), { message: "the title in the sidebar" });
+    await poll(async () => (await page.title()) === "/fail model_error · Threadline", { message: "the tab title" });
   });
 
   test("the sidebar pages through threads, most recent first", async ({ page, ctx }) => {
