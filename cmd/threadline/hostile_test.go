@@ -141,9 +141,18 @@ func TestConnectionCap(t *testing.T) {
 	if _, err := http.ReadResponse(bufio.NewReader(held[2]), nil); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + s.addr + "/healthz")
+	// A raw connection that sends nothing: the refusal is written as soon
+	// as the connection is accepted, so an http.Client could take it for an
+	// unsolicited response, and a request written after the server closed
+	// would draw a reset that can discard the answer.
+	over, err := net.Dial("tcp", s.addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer over.Close()
+	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
+	if err != nil {
+		t.Fatalf("reading the answer over the cap: %v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
