@@ -150,6 +150,8 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer over.Close()
+	// Without a cap the server would wait for a request: fail, not hang.
+	_ = over.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
 	if err != nil {
 		t.Fatalf("reading the answer over the cap: %v", err)
