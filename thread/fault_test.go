@@ -73,10 +73,12 @@ func (f *faultStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) e
 
 // stepper is a model that sends each text it receives on toks as a token
 // and ends when toks is closed; stopped is closed when its context ends
-// first.
+// first. One stepper may serve several calls (a run and its title call),
+// so stopped is closed once.
 type stepper struct {
 	toks    chan string
 	stopped chan struct{}
+	stop    sync.Once
 	err     error // returned when toks closes, if set
 }
 
@@ -90,11 +92,11 @@ func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, on func(str
 				return thread.ModelResult{StopReason: "stop"}, m.err
 			}
 			if err := on(tok); err != nil {
-				close(m.stopped)
+				m.stop.Do(func() { close(m.stopped) })
 				return thread.ModelResult{}, err
 			}
 		case <-ctx.Done():
-			close(m.stopped)
+			m.stop.Do(func() { close(m.stopped) })
 			return thread.ModelResult{}, ctx.Err()
 		}
 	}

@@ -105,9 +105,9 @@ type Run struct {
 	// recovery takes it over. Its owner's writes (log appends, the end,
 	// lease renewals) succeed only while the stored claim is still this
 	// one, so an owner that lost the run writes and publishes nothing more.
-	Claim     int64
-	CreatedAt time.Time
-	FinishedAt    *time.Time
+	Claim      int64
+	CreatedAt  time.Time
+	FinishedAt *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
 	// first is the subscription StartRun made before the run's first
