@@ -7,6 +7,7 @@ import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { ThreadIdContext } from "./context";
 import { ModelPicker } from "./ModelPicker";
 import { Thread } from "./Thread";
+import { useDocumentTitle } from "./useDocumentTitle";
 import { useThreadlineRuntime } from "./useThreadlineRuntime";
 
 /** The thread's title, reloaded when a run starts or ends (a title may come with it). */
@@ -34,9 +35,7 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
   const { runtime, notice, dismissNotice, notFound } = useThreadlineRuntime(threadId);
   const title = useThreadTitle(threadId);
   // The browser tab says which conversation it is.
-  useEffect(() => {
-    document.title = notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline";
-  }, [title, notFound]);
+  useDocumentTitle(notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline");
   if (notFound) return <NotFoundView what="conversation" />;
   return (
     <ThreadIdContext.Provider value={threadId}>
