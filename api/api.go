@@ -84,6 +84,8 @@ type Config struct {
 	// off.
 	StreamsPerCaller int
 	RejoinsPerRun    int
+	// Tools, when set, is what GET /api/v1/tools lists (no tools when nil).
+	Tools ToolLister
 }
 
 // Server is the HTTP API.
@@ -233,6 +235,7 @@ func New(svc *thread.Service, cfg Config) *Server {
 	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun, mw...)
 	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
 	v1.GET("/models", s.listModels, mw...)
+	v1.GET("/tools", s.listTools, mw...)
 	if cfg.Attachments != nil {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)

@@ -27,6 +27,8 @@ import (
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/mcp"
+	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
@@ -96,8 +98,12 @@ type Config struct {
 	LogLevel        string
 	TitleModel      string
 	StartLinger     time.Duration
-	CPUProfile      string
-	Getenv          func(string) string
+	// MCPConfig names the MCP servers' config file (empty: built-in tools
+	// only); MCPConnectTimeout bounds connecting to them at start.
+	MCPConfig         string
+	MCPConnectTimeout time.Duration
+	CPUProfile        string
+	Getenv            func(string) string
 	// HTTP server limits: see parseConfig for what each bounds.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -228,6 +234,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.str(&builtinMode, "builtin-mode", "THREADLINE_BUILTIN_MODE", "words", "what the built-in model answers: words (the benchmarks' workload) or demo")
 	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
+	e.str(&cfg.MCPConfig, "mcp-config", "THREADLINE_MCP_CONFIG", "", "JSON file naming MCP servers whose tools runs may call (empty: built-in tools only)")
+	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -317,6 +325,8 @@ type Program struct {
 	store   *store.Store
 	svc     *thread.Service
 	models  *model.Registry
+	tools   *tool.Registry
+	mcp     *mcp.Servers // nil without an MCP config
 	http    *http.Server
 	ln      net.Listener
 	stopBG  context.CancelFunc
@@ -352,6 +362,11 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 			return nil, fmt.Errorf("THREADLINE_TITLE_MODEL: %w", err)
 		}
 	}
+	tools, servers, err := openTools(ctx, cfg, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	// One dedicated connection per process: wake-ups from the other
 	// replicas and this process's presence (store.Notifier).
 	owner := uuid.NewString()
@@ -360,6 +375,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		err = notifier.Start(ctx)
 	}
 	if err != nil {
+		closeMCP(servers)
 		st.Close()
 		return nil, err
 	}
@@ -395,15 +411,17 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
+		Tools: tools,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		notifier.Stop()
+		closeMCP(servers)
 		st.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	ln = api.LimitListener(ln, cfg.MaxConns)
-	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
+	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, tools: tools, mcp: servers, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
 		http: httpServer(cfg, srv, log)}
 	if cfg.CPUProfile != "" {
 		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
@@ -412,6 +430,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		if err != nil {
 			ln.Close()
 			notifier.Stop()
+			closeMCP(servers)
 			st.Close()
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
@@ -462,6 +481,18 @@ func stallTimeout(d time.Duration) time.Duration {
 	return d
 }
 
+// closeMCP ends the MCP sessions of servers (nil: none), stopping stdio
+// servers.
+func closeMCP(servers *mcp.Servers) {
+	if servers != nil {
+		_ = servers.Close() // a session that fails to close has nothing left to say
+	}
+}
+
+// Tools is the server's tool registry: the built-in tools and those of the
+// connected MCP servers.
+func (p *Program) Tools() *tool.Registry { return p.tools }
+
 // Addr is the address the server listens on.
 func (p *Program) Addr() string { return p.ln.Addr().String() }
 
@@ -473,6 +504,7 @@ func (p *Program) Close() error {
 	defer cancel()
 	p.svc.Shutdown(ctx) // runs finish or are cancelled; their streams end
 	p.models.Stop()     // no run paces tokens any more
+	closeMCP(p.mcp)     // no run calls a tool any more; stdio servers stop
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer hcancel()
 	err := p.http.Shutdown(hctx)

@@ -44,11 +44,11 @@ type Servers struct {
 	tools   []tool.Tool
 }
 
-// Open connects to every server of cfg and lists its tools. A server that
-// cannot be reached or listed is left out and named in the returned error
-// (errors.Join of one error per server); the Servers returned are usable
-// either way, with the tools of the servers that answered. Close them when
-// done.
+// Open connects to every server of cfg, all at once, and lists their
+// tools; ctx bounds it. A server that cannot be reached or listed is left
+// out and named in the returned error (errors.Join of one error per
+// server, in the config's order); the Servers returned are usable either
+// way, with the tools of the servers that answered. Close them when done.
 func Open(ctx context.Context, cfg Config, opts Options) (*Servers, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -62,18 +62,33 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Servers, error) {
 	if opts.Retry <= 0 {
 		opts.Retry = time.Second
 	}
+	type opened struct {
+		srv   *server
+		tools []tool.Tool
+		err   error
+	}
+	res := make([]opened, len(cfg.Servers))
+	var wg sync.WaitGroup
+	for i, sc := range cfg.Servers {
+		srv := &server{cfg: sc, opts: opts, client: sdk.NewClient(&sdk.Implementation{Name: "threadline", Version: "1"}, nil)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tools, err := srv.list(ctx)
+			res[i] = opened{srv: srv, tools: tools, err: err}
+		}()
+	}
+	wg.Wait()
 	s := &Servers{}
 	var errs []error
-	for _, sc := range cfg.Servers {
-		srv := &server{cfg: sc, opts: opts, client: sdk.NewClient(&sdk.Implementation{Name: "threadline", Version: "1"}, nil)}
-		tools, err := srv.list(ctx)
-		if err != nil {
-			srv.close()
-			errs = append(errs, fmt.Errorf("MCP server %s: %w", sc.Name, err))
+	for i, r := range res {
+		if r.err != nil {
+			r.srv.close()
+			errs = append(errs, fmt.Errorf("MCP server %s: %w", cfg.Servers[i].Name, r.err))
 			continue
 		}
-		s.servers = append(s.servers, srv)
-		s.tools = append(s.tools, tools...)
+		s.servers = append(s.servers, r.srv)
+		s.tools = append(s.tools, r.tools...)
 	}
 	sort.Slice(s.tools, func(i, j int) bool { return s.tools[i].Spec().Name < s.tools[j].Spec().Name })
 	return s, errors.Join(errs...)

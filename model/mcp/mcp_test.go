@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/threadline/threadline/model/mcp"
+	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -25,7 +23,7 @@ const serverEnv = "THREADLINE_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "stdio" {
-		if err := testServer(true).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		if err := mcptest.ServeStdio(context.Background(), mcptest.Server(mcptest.Options{Crash: true})); err != nil {
 			fmt.Fprintln(os.Stderr, "test MCP server:", err)
 			os.Exit(1)
 		}
@@ -34,65 +32,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type addIn struct {
-	A float64 `json:"a"`
-	B float64 `json:"b"`
-}
-
-type addOut struct {
-	Sum float64 `json:"sum"`
-}
-
-type waitIn struct {
-	Seconds float64 `json:"seconds"`
-}
-
-type textIn struct {
-	Text string `json:"text"`
-}
-
 // waitCancelled hears from the in-process (HTTP) server's wait tool when
 // its call was cancelled by the client.
 var waitCancelled = make(chan struct{}, 1)
-
-// testServer is a small MCP server built with the same SDK: add
-// (structured result), echo (text), fail (an IsError result), wait (until
-// its time or the call's cancellation), a tool with a dot in its name, and
-// on stdio crash (the process exits mid-call).
-func testServer(stdio bool) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Adds a and b."}, func(_ context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
-		return nil, addOut{Sum: in.A + in.B}, nil
-	})
-	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Says the text back."}, func(_ context.Context, _ *sdk.CallToolRequest, in textIn) (*sdk.CallToolResult, any, error) {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you said: " + in.Text}}}, nil, nil
-	})
-	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Fails."}, func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "it failed on purpose"}}}, nil, nil
-	})
-	sdk.AddTool(s, &sdk.Tool{Name: "wait", Description: "Waits."}, func(ctx context.Context, _ *sdk.CallToolRequest, in waitIn) (*sdk.CallToolResult, any, error) {
-		select {
-		case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "waited"}}}, nil, nil
-		case <-ctx.Done():
-			select {
-			case waitCancelled <- struct{}{}:
-			default:
-			}
-			return nil, nil, ctx.Err()
-		}
-	})
-	sdk.AddTool(s, &sdk.Tool{Name: "files.read", Description: "A dotted name."}, func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "read"}}}, nil, nil
-	})
-	if stdio {
-		sdk.AddTool(s, &sdk.Tool{Name: "crash", Description: "Exits the server process."}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
-			os.Exit(3)
-			return nil, nil, nil
-		})
-	}
-	return s
-}
 
 // stdioConfig runs the test binary as a stdio server.
 func stdioConfig(t *testing.T, extra string) mcp.Config {
@@ -111,8 +53,7 @@ func stdioConfig(t *testing.T, extra string) mcp.Config {
 
 func httpConfig(t *testing.T, extra string) (mcp.Config, *httptest.Server) {
 	t.Helper()
-	srv := testServer(false)
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	hs := httptest.NewServer(mcptest.Handler(mcptest.Server(mcptest.Options{WaitCancelled: waitCancelled})))
 	t.Cleanup(hs.Close)
 	cfg, err := mcp.ParseConfig([]byte(`{"servers":[{"name":"remote","url":"` + hs.URL + `","timeout":"2s"` + extra + `}]}`))
 	if err != nil {
