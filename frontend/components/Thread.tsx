@@ -15,6 +15,7 @@ import {
 import { useContext, useEffect, useState, type FC, type ReactNode } from "react";
 import { getRun, type RunInfo } from "@/lib/api";
 import { isImageType } from "@/lib/attachments";
+import { DATA, Reasoning, TOOLS } from "./AgentParts";
 import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
@@ -257,7 +258,7 @@ const StatusLine: FC = () => {
 const AssistantMessage: FC = () => (
   <MessagePrimitive.Root className="message assistant" data-testid="assistant-message">
     <div className="assistant-body" data-testid="message-text">
-      <MessagePrimitive.Parts components={{ Text: MarkdownText }} />
+      <MessagePrimitive.Parts components={{ Text: MarkdownText, Reasoning, tools: TOOLS, data: DATA }} />
     </div>
     <AuiIf condition={(s) => s.message.status?.type === "running" && s.message.content.length === 0}>
       <span className="typing" role="status" aria-label="Thinking" data-testid="typing">

@@ -32,6 +32,14 @@ export function useThreadlineRuntime(threadId: string) {
     onReload: (parentId, config) => controller.reload(parentId, config.sourceId ?? null, modelOf(config.runConfig)),
     onCancel: controller.cancel,
     setMessages: (messages) => controller.setHead(messages.at(-1)?.id),
+    // A waiting agent turn: a client tool's result or an approval.
+    onAddToolResult: ({ messageId, toolCallId, result, isError }) =>
+      controller.answer(messageId, { kind: "result", toolCallId, result, isError }),
+    onRespondToToolApproval: ({ approvalId, approved, reason }) => {
+      const messageId = controller.messageOfCall(approvalId);
+      if (!messageId) return;
+      return controller.answer(messageId, { kind: "approval", toolCallId: approvalId, approved, ...(reason ? { reason } : {}) });
+    },
     adapters: { attachments: attachmentAdapter },
   });
 

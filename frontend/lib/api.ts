@@ -6,6 +6,7 @@ import type {
   ThreadPage,
   ThreadSnapshot,
   ThreadSummary,
+  ToolSpec,
   UploadedAttachment,
 } from "./types";
 
@@ -190,4 +191,12 @@ export type RunInfo = {
 
 export async function getRun(threadId: string, runId: string): Promise<RunInfo> {
   return json<RunInfo>(await fetch(`${threadPath(threadId)}/runs/${encodeURIComponent(runId)}`, { cache: "no-store" }));
+}
+
+/** GET /tools: the server's tools, or null when this service has no tool list. */
+export async function listTools(): Promise<ToolSpec[] | null> {
+  const res = await fetch(`${API_BASE}/tools`, { cache: "no-store" });
+  if (res.status === 404 || res.status === 405) return null;
+  const body = await json<{ tools?: ToolSpec[] }>(res);
+  return Array.isArray(body.tools) ? body.tools : [];
 }

@@ -11,6 +11,7 @@ import {
   getSelectedModel,
   getSnapshot,
   handoffKey,
+  listTools,
   newId,
   putHead,
   rejoinRunStream,
@@ -20,7 +21,22 @@ import {
 import { describeError } from "./errors";
 import { readNdjson } from "./ndjson";
 import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
+import { continuation, runTools, type ToolAnswer } from "./tools";
 import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
+
+// The server's tool names, asked once per page load: a run declares them with
+// the app's client tools. null: the service lists no tools (none declared).
+let serverTools: Promise<string[] | null> | null = null;
+
+function serverToolNames(): Promise<string[] | null> {
+  serverTools ??= listTools()
+    .then((tools) => (tools ? tools.map((t) => t.name) : null))
+    .catch(() => {
+      serverTools = null; // asked again by the next run
+      return null;
+    });
+  return serverTools;
+}
 
 /** notFound: the thread does not exist and this page has sent nothing to it. */
 export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
@@ -96,6 +112,8 @@ export class ThreadController {
   private refused: Refused | null = null;
   /** Gives a refused first message (from the welcome page) to the composer. */
   private returnDraft: ((text: string) => void) | null = null;
+  /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
+  private readonly answers = new Map<string, Map<string, ToolAnswer>>();
 
   constructor(readonly threadId: string) {}
 
@@ -230,6 +248,32 @@ export class ThreadController {
 
   notice = (error: { code: string; message: string }): void => this.dispatch({ type: "notice", error });
 
+  /**
+   * Records the person's answer to a waiting call (a client tool's result or
+   * an approval). Once every waiting call of the turn has one, continues the
+   * turn in one request; a refused continuation forgets the answers, so the
+   * controls come back.
+   */
+  answer = async (messageId: string, answer: ToolAnswer): Promise<void> => {
+    const message = this.state.chat.repository.messages.find((m) => m.message.id === messageId)?.message;
+    if (!message) return;
+    const given = this.answers.get(messageId) ?? new Map<string, ToolAnswer>();
+    given.set(answer.toolCallId, answer);
+    this.answers.set(messageId, given);
+    const body = continuation(message, given);
+    if (!body) return;
+    this.answers.delete(messageId);
+    await this.run(body, undefined, messageId).catch(() => {
+      /* the notice says why */
+    });
+  };
+
+  /** The assistant message holding a tool call, for approvals (addressed by call id). */
+  messageOfCall = (toolCallId: string): string | undefined =>
+    this.state.chat.repository.messages.find(({ message }) =>
+      message.content.some((p) => p.type === "tool-call" && (p as { toolCallId?: unknown }).toolCallId === toolCallId),
+    )?.message.id;
+
   dismissNotice = (): void => this.dispatch({ type: "dismiss_notice" });
 
   /**
@@ -245,10 +289,18 @@ export class ThreadController {
       ...(headId !== undefined ? { headId } : {}),
     });
     const chosen = model ?? getSelectedModel();
-    const request: RunRequest = { on_disconnect: "continue", ...body, ...(chosen ? { run_config: { model: chosen } } : {}) };
     return new Promise<void>((accepted, refused) => {
       void this.follow(
-        (signal) => startRunStream(this.threadId, request, signal),
+        async (signal) => {
+          const tools = runTools(await serverToolNames());
+          const runConfig = { ...(chosen ? { model: chosen } : {}), ...(tools ? { tools } : {}) };
+          const request: RunRequest = {
+            on_disconnect: "continue",
+            ...body,
+            ...(Object.keys(runConfig).length ? { run_config: runConfig } : {}),
+          };
+          return startRunStream(this.threadId, request, signal);
+        },
         {
           onOpen: () => accepted(),
           onRefused: (err) => {

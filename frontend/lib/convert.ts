@@ -11,8 +11,9 @@ import {
   type ThreadMessageLike,
 } from "@assistant-ui/react";
 import type { RunError } from "./reducer";
+import { CLIENT_TOOL_NAMES } from "./tools";
 import { runIdOf } from "./reducer";
-import type { WireAttachment, WireMessage, WireMessagePart, WireRepository } from "./types";
+import type { WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
 
 type Errors = Readonly<Record<string, RunError>>;
 
@@ -24,6 +25,8 @@ function toStatus(message: WireMessage, errors: Errors): MessageStatus | undefin
   switch (s.type) {
     case "running":
       return { type: "running" };
+    case "requires-action":
+      return { type: "requires-action", reason: "tool-calls" };
     case "complete":
       return { type: "complete", reason: s.reason === "unknown" ? "unknown" : "stop" };
     case "incomplete": {
@@ -107,6 +110,90 @@ function toAttachment(a: WireAttachment): CompleteAttachment {
   };
 }
 
+type AssistantPart = Exclude<ThreadMessageLike["content"], string>[number];
+type ToolArgs = NonNullable<Extract<AssistantPart, { type: "tool-call" }>["args"]>;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * A tool-call part in assistant-ui's shape; result and isError only once
+ * answered. In a turn that waits (requires-action), an unanswered call of a
+ * server tool waits for an approval: it gets one, addressed by its call id,
+ * unless the service sent its own.
+ */
+function toolCallPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+  const c = p as Partial<WireToolCallPart>;
+  if (typeof c.toolCallId !== "string" || typeof c.toolName !== "string") return null;
+  const argsText = typeof c.argsText === "string" ? c.argsText : c.args ? JSON.stringify(c.args) : "";
+  const answered = "result" in c && c.result !== undefined;
+  return {
+    type: "tool-call",
+    toolCallId: c.toolCallId,
+    toolName: c.toolName,
+    argsText,
+    args: (isRecord(c.args) ? c.args : {}) as ToolArgs,
+    ...(answered ? { result: c.result, isError: c.isError === true } : {}),
+    ...approvalOf(c, waiting && !answered),
+  };
+}
+
+function approvalOf(c: Partial<WireToolCallPart>, waiting: boolean): { approval?: WireToolCallPart["approval"] } {
+  if (c.approval && typeof c.approval.id === "string") return { approval: c.approval };
+  if (waiting && c.toolCallId && !CLIENT_TOOL_NAMES.has(c.toolName ?? "")) return { approval: { id: c.toolCallId } };
+  return {};
+}
+
+/** One wire part of an assistant message as assistant-ui renders it, or null. */
+function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+  const x = p as Record<string, unknown>;
+  switch (p.type) {
+    case "text":
+      return isText(p) ? { type: "text", text: p.text } : null;
+    case "reasoning":
+      return typeof x.text === "string" ? { type: "reasoning", text: x.text } : null;
+    case "image":
+      // assistant-ui only renders images with data:, https: or blob: sources.
+      return isImage(p) && /^(data:|https:|blob:)/i.test(p.image) ? { type: "image", image: p.image } : null;
+    case "tool-call":
+      return toolCallPart(p, waiting);
+    case "data":
+      return typeof x.name === "string" ? { type: "data", name: x.name, data: x.data } : null;
+    case "source":
+      return typeof x.url === "string"
+        ? { type: "source", sourceType: "url", id: typeof x.id === "string" ? x.id : x.url, url: x.url, ...(typeof x.title === "string" ? { title: x.title } : {}) }
+        : null;
+    case "file":
+      return isFile(p) ? { type: "file", data: p.data, mimeType: p.mimeType, ...(p.filename ? { filename: p.filename } : {}) } : null;
+    default:
+      return null;
+  }
+}
+
+/**
+ * The parts assistant-ui renders. A plan is shown once, where it first
+ * appears, as its latest version: each `plan` data part restates the whole
+ * plan with its tasks' progress.
+ */
+function assistantParts(content: WireMessagePart[], waiting: boolean): AssistantPart[] {
+  const out: AssistantPart[] = [];
+  let planAt = -1;
+  for (const p of content) {
+    const part = assistantPart(p, waiting);
+    if (!part) continue;
+    if (part.type === "data" && part.name === "plan") {
+      if (planAt >= 0) {
+        out[planAt] = part;
+        continue;
+      }
+      planAt = out.length;
+    }
+    out.push(part);
+  }
+  return out;
+}
+
 export function toMessageLike(message: WireMessage, errors: Errors): ThreadMessageLike {
   const custom = { ...(message.metadata?.custom ?? {}) };
   const runId = runIdOf(message);
@@ -117,13 +204,7 @@ export function toMessageLike(message: WireMessage, errors: Errors): ThreadMessa
   switch (message.role) {
     case "assistant": {
       const status = toStatus(message, errors);
-      // assistant-ui only renders images with data:, https: or blob: sources.
-      const parts: ({ type: "text"; text: string } | { type: "image"; image: string })[] = [];
-      for (const p of content) {
-        if (isText(p)) parts.push({ type: "text", text: p.text });
-        else if (isImage(p) && /^(data:|https:|blob:)/i.test(p.image)) parts.push({ type: "image", image: p.image });
-      }
-      return { ...base, role: "assistant", content: parts, ...(status ? { status } : {}), metadata: { custom } };
+      return { ...base, role: "assistant", content: assistantParts(content, message.status?.type === "requires-action"), ...(status ? { status } : {}), metadata: { custom } };
     }
     case "system": {
       const text = content.filter(isText).map((p) => p.text).join("");

@@ -10,20 +10,30 @@
 // - events of a run other than the one followed are dropped once that run is
 //   retired (an older run), as is every event whose sequence is not above the
 //   last one applied for its run (duplicates, out-of-order delivery);
+// - reasoning, tool_call, tool_result and data events ("Agent runs") edit the
+//   running assistant message they name like tokens do: reasoning extends
+//   the last reasoning part, tool_call pieces extend the call's argsText,
+//   tool_result answers its call, data appends a part;
 // - the last snapshot of a run (run_status not "running") is authoritative:
 //   it replaces everything, and later events of that run are dropped.
 
 import type {
   ActiveRun,
+  DataEvent,
   ErrorEvent,
+  ReasoningEvent,
   RunEvent,
   RunStatus,
   SnapshotEvent,
   ThreadSnapshot,
   TokenEvent,
+  ToolCallEvent,
+  ToolResultEvent,
   WireMessage,
+  WireMessagePart,
   WireRepository,
   WireRepositoryItem,
+  WireToolCallPart,
 } from "./types";
 
 export type FollowedRun = {
@@ -174,6 +184,14 @@ function applyEvent(state: ChatState, event: RunEvent): ChatState {
       return { ...state, retiredRuns, run, repository: applyToken(state.repository, event) };
     case "error":
       return applyError({ ...state, retiredRuns, run }, event);
+    case "reasoning":
+      return { ...state, retiredRuns, run, repository: applyToken(state.repository, event) };
+    case "tool_call":
+      return { ...state, retiredRuns, run, repository: applyToolCall(state.repository, event) };
+    case "tool_result":
+      return { ...state, retiredRuns, run, repository: applyToolResult(state.repository, event) };
+    case "data":
+      return { ...state, retiredRuns, run, repository: applyData(state.repository, event) };
     default:
       // An event type this client does not know: consume its sequence.
       return { ...state, retiredRuns, run };
@@ -198,8 +216,15 @@ function applySnapshot(state: ChatState, run: FollowedRun, event: SnapshotEvent)
   };
 }
 
-function applyToken(repository: WireRepository, event: TokenEvent): WireRepository {
-  if (typeof event.text !== "string" || event.text === "") return repository;
+/**
+ * Applies `edit` to the content of the running assistant message an event
+ * names, when that message belongs to the event's run; otherwise nothing.
+ */
+function editRunning(
+  repository: WireRepository,
+  event: { run_id: string; message_id: string },
+  edit: (content: WireMessagePart[]) => WireMessagePart[] | null,
+): WireRepository {
   const index = repository.messages.findIndex((m) => m.message.id === event.message_id);
   if (index < 0) return repository;
   const item = repository.messages[index]!;
@@ -208,16 +233,88 @@ function applyToken(repository: WireRepository, event: TokenEvent): WireReposito
   if (message.status && message.status.type !== "running") return repository;
   const owner = runIdOf(message);
   if (owner && owner !== event.run_id) return repository;
-  const content = [...message.content];
-  const last = content[content.length - 1];
-  if (last && last.type === "text" && typeof (last as { text?: unknown }).text === "string") {
-    content[content.length - 1] = { type: "text", text: (last as { text: string }).text + event.text };
-  } else {
-    content.push({ type: "text", text: event.text });
-  }
+  const content = edit(withoutEmptyText([...message.content]));
+  if (!content) return repository;
   const messages = repository.messages.slice();
   messages[index] = { ...item, message: { ...message, content, status: { type: "running" } } };
   return { ...repository, messages };
+}
+
+/** Drops a trailing empty text part: a running reply's placeholder. */
+function withoutEmptyText(content: WireMessagePart[]): WireMessagePart[] {
+  const last = content[content.length - 1];
+  if (last && last.type === "text" && (last as { text?: unknown }).text === "") content.pop();
+  return content;
+}
+
+/** Extends the last part when it has `type`, else opens a new one. */
+function appendText(content: WireMessagePart[], type: "text" | "reasoning", text: string): WireMessagePart[] {
+  const last = content[content.length - 1];
+  if (last && last.type === type && typeof (last as { text?: unknown }).text === "string") {
+    content[content.length - 1] = { type, text: (last as { text: string }).text + text };
+  } else {
+    content.push({ type, text });
+  }
+  return content;
+}
+
+function applyToken(repository: WireRepository, event: TokenEvent | ReasoningEvent): WireRepository {
+  if (typeof event.text !== "string" || event.text === "") return repository;
+  const type = event.type === "token" ? "text" : "reasoning";
+  return editRunning(repository, event, (content) => appendText(content, type, event.text));
+}
+
+function isToolCall(p: WireMessagePart, id: string): p is WireToolCallPart {
+  return p.type === "tool-call" && (p as { toolCallId?: unknown }).toolCallId === id;
+}
+
+/** Parses a complete argsText; partial JSON while it streams gives undefined. */
+function parseArgs(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function applyToolCall(repository: WireRepository, event: ToolCallEvent): WireRepository {
+  if (typeof event.tool_call_id !== "string" || typeof event.args_text !== "string") return repository;
+  return editRunning(repository, event, (content) => {
+    const at = content.findIndex((p) => isToolCall(p, event.tool_call_id));
+    const prev = at >= 0 ? (content[at] as WireToolCallPart) : null;
+    const argsText = (prev?.argsText ?? "") + event.args_text;
+    const args = parseArgs(argsText);
+    const part: WireToolCallPart = {
+      type: "tool-call",
+      toolCallId: event.tool_call_id,
+      toolName: prev?.toolName ?? String(event.tool_name ?? ""),
+      argsText,
+      ...(args ? { args } : {}),
+    };
+    if (at >= 0) content[at] = part;
+    else content.push(part);
+    return content;
+  });
+}
+
+function applyToolResult(repository: WireRepository, event: ToolResultEvent): WireRepository {
+  if (typeof event.tool_call_id !== "string") return repository;
+  return editRunning(repository, event, (content) => {
+    const at = content.findIndex((p) => isToolCall(p, event.tool_call_id));
+    if (at < 0) return null;
+    const prev = content[at] as WireToolCallPart;
+    content[at] = { ...prev, result: event.result, isError: event.is_error === true };
+    return content;
+  });
+}
+
+function applyData(repository: WireRepository, event: DataEvent): WireRepository {
+  if (typeof event.name !== "string") return repository;
+  return editRunning(repository, event, (content) => {
+    content.push({ type: "data", name: event.name, data: event.data });
+    return content;
+  });
 }
 
 function applyError(state: ChatState, event: ErrorEvent): ChatState {

@@ -58,7 +58,7 @@ export type ThreadSnapshot = {
   active_run: ActiveRun | null;
 };
 
-export type RunStatus = "running" | "succeeded" | "failed" | "cancelled" | "interrupted";
+export type RunStatus = "running" | "succeeded" | "failed" | "cancelled" | "interrupted" | "requires_action" | "incomplete";
 
 export type SnapshotEvent = {
   type: "snapshot";
@@ -87,7 +87,63 @@ export type ErrorEvent = {
   error: string;
 };
 
-export type RunEvent = SnapshotEvent | TokenEvent | ErrorEvent;
+/** Agent runs (API.md, "Agent runs"): a reasoning delta. */
+export type ReasoningEvent = {
+  type: "reasoning";
+  run_id: string;
+  sequence: number;
+  message_id: string;
+  text: string;
+};
+
+/** A piece of a tool call's argsText; the first for a tool_call_id opens its part. */
+export type ToolCallEvent = {
+  type: "tool_call";
+  run_id: string;
+  sequence: number;
+  message_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  args_text: string;
+};
+
+export type ToolResultEvent = {
+  type: "tool_result";
+  run_id: string;
+  sequence: number;
+  message_id: string;
+  tool_call_id: string;
+  result: unknown;
+  is_error?: boolean;
+};
+
+export type DataEvent = {
+  type: "data";
+  run_id: string;
+  sequence: number;
+  message_id: string;
+  name: string;
+  data: unknown;
+};
+
+export type AgentEvent = ReasoningEvent | ToolCallEvent | ToolResultEvent | DataEvent;
+
+export type RunEvent = SnapshotEvent | TokenEvent | ErrorEvent | AgentEvent;
+
+/** An assistant message's tool-call part (assistant-ui's shape). */
+export type WireToolCallPart = {
+  type: "tool-call";
+  toolCallId: string;
+  toolName: string;
+  args?: Record<string, unknown>;
+  argsText?: string;
+  result?: unknown;
+  isError?: boolean;
+  approval?: { id: string; approved?: boolean; reason?: string };
+};
+
+/** GET /tools */
+export type ToolSpec = { name: string; description?: string; parameters?: unknown; approval?: boolean };
 
 export type ThreadSummary = {
   thread_id: string;
@@ -122,6 +178,14 @@ export type RunRequest = {
     temperature?: number;
     system?: string;
     custom?: Record<string, unknown>;
+    max_steps?: number;
+    tools?: (string | ClientToolSpec)[];
   };
   on_disconnect?: "continue" | "cancel";
+  /** Continuing an agent turn that ended requires_action. */
+  tool_results?: { tool_call_id: string; result: unknown; is_error?: boolean }[];
+  approvals?: { tool_call_id: string; approved: boolean; reason?: string }[];
 };
+
+/** A tool the client runs itself, declared per run. */
+export type ClientToolSpec = { name: string; description: string; parameters: unknown; client: true };

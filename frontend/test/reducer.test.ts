@@ -279,3 +279,64 @@ test("a refused send's Retry notice outlives the snapshots of another run; the n
   s = chatReducer(s, { type: "request", message: optimistic, parentId: null });
   assert.equal(s.notice, null);
 });
+
+// Agent runs (API.md, "Agent runs").
+
+function agentEvent(e: Record<string, unknown>): RunEvent {
+  return { run_id: "r1", message_id: "a1", ...e } as unknown as RunEvent;
+}
+
+function partsOf(state: ChatState, id: string): unknown[] {
+  const m = state.repository.messages.find((x) => x.message.id === id);
+  assert.ok(m, `message ${id} present`);
+  return m.message.content;
+}
+
+test("agent events build one assistant message: reasoning, a streamed tool call, its result, data, text", () => {
+  const s = fold(initialChatState, [
+    first,
+    agentEvent({ type: "reasoning", sequence: 2, text: "Let me " }),
+    agentEvent({ type: "reasoning", sequence: 3, text: "compute." }),
+    agentEvent({ type: "tool_call", sequence: 4, tool_call_id: "c1", tool_name: "calculator", args_text: '{"expression":' }),
+    agentEvent({ type: "tool_call", sequence: 5, tool_call_id: "c1", tool_name: "calculator", args_text: '"12*7"}' }),
+    agentEvent({ type: "tool_result", sequence: 6, tool_call_id: "c1", result: 84, is_error: false }),
+    agentEvent({ type: "data", sequence: 7, name: "plan", data: { tasks: [] } }),
+    token("r1", 8, "a1", "It is 84."),
+  ]);
+  assert.deepEqual(partsOf(s, "a1"), [
+    { type: "reasoning", text: "Let me compute." },
+    {
+      type: "tool-call",
+      toolCallId: "c1",
+      toolName: "calculator",
+      argsText: '{"expression":"12*7"}',
+      args: { expression: "12*7" },
+      result: 84,
+      isError: false,
+    },
+    { type: "data", name: "plan", data: { tasks: [] } },
+    { type: "text", text: "It is 84." },
+  ]);
+  assert.equal(s.run?.lastSequence, 8);
+});
+
+test("a partial tool call has its argsText and no args; a result for an unknown call is dropped", () => {
+  const s = fold(initialChatState, [
+    first,
+    agentEvent({ type: "tool_call", sequence: 2, tool_call_id: "c1", tool_name: "clock", args_text: '{"tz":' }),
+    agentEvent({ type: "tool_result", sequence: 3, tool_call_id: "nope", result: "x" }),
+  ]);
+  assert.deepEqual(partsOf(s, "a1"), [{ type: "tool-call", toolCallId: "c1", toolName: "clock", argsText: '{"tz":' }]);
+  assert.equal(s.run?.lastSequence, 3, "the dropped event's sequence is consumed");
+});
+
+test("agent events replayed after they were applied change nothing", () => {
+  const events = [
+    first,
+    agentEvent({ type: "tool_call", sequence: 2, tool_call_id: "c1", tool_name: "calculator", args_text: "{}" }),
+    agentEvent({ type: "tool_result", sequence: 3, tool_call_id: "c1", result: 1 }),
+  ];
+  const once = fold(initialChatState, events);
+  const twice = fold(once, events.slice(1));
+  assert.deepEqual(partsOf(twice, "a1"), partsOf(once, "a1"));
+});
