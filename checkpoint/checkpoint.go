@@ -9,6 +9,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 	"time"
@@ -26,30 +27,169 @@ const (
 	RoleSystem    Role = "system"
 )
 
-// Part is one content part of a message, in assistant-ui's shape.
+// Part is one content part of a message, in assistant-ui's shape. Which
+// fields a part has depends on its type:
+//   - text, reasoning: Text
+//   - image: Image (a URL)
+//   - tool-call: ToolCallID, ToolName, Args (a JSON object), ArgsText (the
+//     arguments as the model wrote them), and once the tool answered Result
+//     (a JSON value) and IsError
+//   - data: Name and Data (a JSON value)
+//   - source: SourceType, ID, URL, Title
+//   - file: Filename, MimeType, and Data (a JSON string: the file's URL)
 type Part struct {
 	Type  string `json:"type"`
 	Text  string `json:"text,omitempty"`
 	Image string `json:"image,omitempty"`
+
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	ArgsText   string          `json:"argsText,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+
+	Name string          `json:"name,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+
+	SourceType string `json:"sourceType,omitempty"`
+	ID         string `json:"id,omitempty"`
+	URL        string `json:"url,omitempty"`
+	Title      string `json:"title,omitempty"`
+
+	Filename string `json:"filename,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
-// MarshalJSON writes a text part with its text even when empty, and an
-// image part with its image.
+// Part types.
+const (
+	PartText      = "text"
+	PartImage     = "image"
+	PartReasoning = "reasoning"
+	PartToolCall  = "tool-call"
+	PartData      = "data"
+	PartSource    = "source"
+	PartFile      = "file"
+)
+
+// MarshalJSON writes the part in assistant-ui's shape for its type: a
+// text or reasoning part with its text even when empty, an image part
+// with its image, a tool-call part with its args ({} until they parse)
+// and argsText, and its result and isError once it has a result.
 func (p Part) MarshalJSON() ([]byte, error) {
 	switch p.Type {
-	case "text":
+	case PartText, PartReasoning:
 		return json.Marshal(struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}{p.Type, p.Text})
-	case "image":
+	case PartImage:
 		return json.Marshal(struct {
 			Type  string `json:"type"`
 			Image string `json:"image"`
 		}{p.Type, p.Image})
+	case PartToolCall:
+		return p.marshalToolCall()
+	case PartData:
+		return json.Marshal(struct {
+			Type string          `json:"type"`
+			Name string          `json:"name"`
+			Data json.RawMessage `json:"data"`
+		}{p.Type, p.Name, orNull(p.Data)})
+	case PartSource:
+		return json.Marshal(struct {
+			Type       string `json:"type"`
+			SourceType string `json:"sourceType"`
+			ID         string `json:"id"`
+			URL        string `json:"url"`
+			Title      string `json:"title,omitempty"`
+		}{p.Type, p.SourceType, p.ID, p.URL, p.Title})
+	case PartFile:
+		return json.Marshal(struct {
+			Type     string          `json:"type"`
+			Filename string          `json:"filename,omitempty"`
+			MimeType string          `json:"mimeType"`
+			Data     json.RawMessage `json:"data"`
+		}{p.Type, p.Filename, p.MimeType, orNull(p.Data)})
 	}
 	type plain Part
 	return json.Marshal(plain(p))
+}
+
+func (p *Part) marshalToolCall() ([]byte, error) {
+	args := p.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if p.Result == nil {
+		return json.Marshal(struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"toolCallId"`
+			ToolName   string          `json:"toolName"`
+			Args       json.RawMessage `json:"args"`
+			ArgsText   string          `json:"argsText"`
+		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText})
+	}
+	return json.Marshal(struct {
+		Type       string          `json:"type"`
+		ToolCallID string          `json:"toolCallId"`
+		ToolName   string          `json:"toolName"`
+		Args       json.RawMessage `json:"args"`
+		ArgsText   string          `json:"argsText"`
+		Result     json.RawMessage `json:"result"`
+		IsError    bool            `json:"isError"`
+	}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError})
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
+// ArgsObject returns argsText as the args of a tool-call part: the text
+// compacted when it is a JSON object, else {} (arguments still streaming,
+// or a model that wrote something else).
+func ArgsObject(argsText string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(argsText), &m) != nil || m == nil {
+		return json.RawMessage(`{}`)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(argsText)) != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b.Bytes()
+}
+
+// Compacted returns parts with their JSON values (args, result, data)
+// compacted, as they were written before a database printed them with
+// spaces. The slice is parts itself when nothing needed it.
+func Compacted(parts []Part) []Part {
+	out, copied := parts, false
+	for i := range parts {
+		p := &parts[i]
+		if p.Args == nil && p.Result == nil && p.Data == nil {
+			continue
+		}
+		if !copied {
+			out, copied = append([]Part(nil), parts...), true
+		}
+		out[i].Args, out[i].Result, out[i].Data = compact(p.Args), compact(p.Result), compact(p.Data)
+	}
+	return out
+}
+
+func compact(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
 }
 
 // Status is an assistant message's status, in assistant-ui's shape.

@@ -52,8 +52,12 @@ func AppendJSONUUID(b []byte, u *uuid.UUID) []byte {
 
 func (p *Part) appendJSON(b []byte) []byte {
 	switch p.Type {
-	case "text":
+	case PartText:
 		b = append(b, `{"type":"text","text":`...)
+		b = AppendJSONString(b, p.Text)
+		return append(b, '}')
+	case PartReasoning:
+		b = append(b, `{"type":"reasoning","text":`...)
 		b = AppendJSONString(b, p.Text)
 		return append(b, '}')
 	case "image":

@@ -44,6 +44,8 @@ func scanCheckpoint(r pgx.CollectableRow) (checkpoint.Node, error) {
 	if n.Content, err = decodeParts(content); err != nil {
 		return n, fmt.Errorf("checkpoint %s content: %w", n.ID, err)
 	}
+	// jsonb prints JSON values with spaces: back to how they were written.
+	n.Content = checkpoint.Compacted(n.Content)
 	if status != nil {
 		n.Status = new(checkpoint.Status)
 		if err := json.Unmarshal(status, n.Status); err != nil {

@@ -5,6 +5,7 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -29,6 +30,12 @@ const (
 	recRun    = 'r' // uvarint count, uvarint length
 	recSnap   = 's'
 	recError  = 'e'
+
+	// Agent records, written whole in both formats.
+	recReasoning  = 'g'
+	recToolCall   = 'c' // call id, tool name, arguments piece
+	recToolResult = 'x' // call id, is-error byte, result
+	recData       = 'd' // name, value
 )
 
 func appendString(b []byte, s string) []byte {
@@ -85,13 +92,89 @@ func appendSegment(b []byte, recs []thread.Record, compact bool, text string) ([
 			b = appendString(b, string(r.Code))
 			b = appendString(b, r.Text)
 		default:
-			return nil, fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind)
+			var ok bool
+			if b, ok = appendAgentRecord(b, &r); !ok {
+				return nil, fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind)
+			}
 		}
 	}
 	if compact && off != len(text) {
 		return nil, fmt.Errorf("tokens cover %d of %d reply bytes", off, len(text))
 	}
 	return b, nil
+}
+
+// appendAgentRecord appends a record of an agent run's kinds; it reports
+// false for any other kind.
+func appendAgentRecord(b []byte, r *thread.Record) ([]byte, bool) {
+	switch r.Kind {
+	case thread.KindReasoning:
+		b = append(b, recReasoning)
+		return appendString(b, r.Text), true
+	case thread.KindToolCall:
+		b = append(b, recToolCall)
+		b = appendString(b, r.CallID)
+		b = appendString(b, r.Name)
+		return appendString(b, r.Text), true
+	case thread.KindToolResult:
+		b = append(b, recToolResult)
+		b = appendString(b, r.CallID)
+		flag := byte(0)
+		if r.IsError {
+			flag = 1
+		}
+		b = append(b, flag)
+		return appendString(b, string(r.Data)), true
+	case thread.KindData:
+		b = append(b, recData)
+		b = appendString(b, r.Name)
+		return appendString(b, string(r.Data)), true
+	}
+	return b, false
+}
+
+// readAgentRecord reads the fields of an agent record of kind into r from
+// b and returns the rest; ok is false for another kind or a short segment.
+func readAgentRecord(kind byte, b []byte, r *thread.Record) (rest []byte, ok bool) {
+	str := func() string {
+		n, k := binary.Uvarint(b)
+		if !ok || k <= 0 || uint64(len(b)-k) < n {
+			ok = false
+			return ""
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s
+	}
+	ok = true
+	switch kind {
+	case recReasoning:
+		r.Kind, r.Text = thread.KindReasoning, str()
+	case recToolCall:
+		r.Kind, r.CallID, r.Name = thread.KindToolCall, str(), str()
+		r.Text = str()
+	case recToolResult:
+		r.Kind, r.CallID = thread.KindToolResult, str()
+		if !ok || len(b) == 0 || b[0] > 1 {
+			return nil, false
+		}
+		r.IsError, b = b[0] == 1, b[1:]
+		r.Data = rawJSON(str())
+	case recData:
+		r.Kind, r.Name = thread.KindData, str()
+		r.Data = rawJSON(str())
+	default:
+		return nil, false
+	}
+	return b, ok
+}
+
+// rawJSON is s as a JSON value; nil for "", as a record without one has.
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 var errCorrupt = errors.New("corrupt run log segment")
@@ -167,7 +250,7 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 				r.Text, ok = readString()
 			}
 		default:
-			return nil, errCorrupt
+			b, ok = readAgentRecord(kind, b, &r)
 		}
 		if !ok {
 			return nil, errCorrupt

@@ -161,3 +161,49 @@ func TestSegmentUnknownKind(t *testing.T) {
 		t.Errorf("decode of an unknown kind: got %v, want an error", got)
 	}
 }
+
+// TestAgentRecordsRoundTrip: reasoning, tool calls, tool results and data
+// records survive both formats between tokens, and a cut agent record is
+// corrupt, never a wrong record.
+func TestAgentRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
+	recs := []thread.Record{
+		{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3},
+		{Seq: 2, Kind: thread.KindReasoning, Text: "Let me think"},
+		{Seq: 3, Kind: thread.KindToken, Text: "I'll "},
+		{Seq: 4, Kind: thread.KindToken, Text: "add."},
+		{Seq: 5, Kind: thread.KindToolCall, CallID: "c1", Name: "calculator"},
+		{Seq: 6, Kind: thread.KindToolCall, CallID: "c1", Name: "calculator", Text: `{"expression":"12*7"}`},
+		{Seq: 7, Kind: thread.KindToolResult, CallID: "c1", Data: []byte(`84`)},
+		{Seq: 8, Kind: thread.KindToolResult, CallID: "c2", Data: []byte(`"timed out"`), IsError: true},
+		{Seq: 9, Kind: thread.KindData, Name: "plan", Data: []byte(`{"id":"p","tasks":[]}`)},
+		{Seq: 10, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 3},
+		{Seq: 11, Kind: thread.KindToken, Text: "84"},
+		{Seq: 12, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 4},
+	}
+	text := "I'll add.84"
+	for _, compact := range []bool{false, true} {
+		data, err := encodeSegment(recs, compact, text)
+		if err != nil {
+			t.Fatalf("compact %v: encode: %v", compact, err)
+		}
+		in := ""
+		if compact {
+			in = text
+		}
+		got, err := decodeSegment(1, 12, data, in)
+		if err != nil {
+			t.Fatalf("compact %v: decode: %v", compact, err)
+		}
+		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", recs); g != w {
+			t.Fatalf("compact %v:\n got %s\nwant %s", compact, g, w)
+		}
+		if !compact {
+			for cut := 1; cut < len(data); cut++ {
+				if got, err := decodeSegment(1, 12, data[:cut], ""); err == nil {
+					t.Fatalf("a segment cut at %d of %d bytes decoded: %v", cut, len(data), got)
+				}
+			}
+		}
+	}
+}

@@ -159,3 +159,55 @@ func BenchmarkCheckpointsAfter(b *testing.B) {
 		}
 	}
 }
+
+// TestAgentPartsRoundTrip: the parts of an agent turn and a user's file
+// part come back from jsonb as they were written, and decodeParts reads
+// them as encoding/json does.
+func TestAgentPartsRoundTrip(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	th := &thread.Thread{ID: uuid.New(), Caller: "c"}
+	if _, _, err := s.ThreadCreate(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	parts := []checkpoint.Part{
+		{Type: "reasoning", Text: "Let me think"},
+		{Type: "text", Text: "I'll use the calculator."},
+		{Type: "tool-call", ToolCallID: "c1", ToolName: "calculator", Args: json.RawMessage(`{"expression":"12*7"}`),
+			ArgsText: `{"expression": "12*7"}`, Result: json.RawMessage(`84`)},
+		{Type: "tool-call", ToolCallID: "c2", ToolName: "clock", Args: json.RawMessage(`{}`), ArgsText: `{}`,
+			Result: json.RawMessage(`"unknown time zone"`), IsError: true},
+		{Type: "tool-call", ToolCallID: "c3", ToolName: "wait", Args: json.RawMessage(`{}`), ArgsText: `{"seconds":`},
+		{Type: "data", Name: "plan", Data: json.RawMessage(`{"id":"p1","tasks":[{"id":"1","title":"a <b>","status":"done"}]}`)},
+		{Type: "source", SourceType: "url", ID: "s1", URL: "https://example.com/?a=1&b=2", Title: "Example"},
+		{Type: "text", Text: "**12*7 = 84**"},
+	}
+	user := []checkpoint.Part{{Type: "text", Text: "see the file"},
+		{Type: "file", Filename: "a.pdf", MimeType: "application/pdf", Data: json.RawMessage(`"/api/v1/attachments/x"`)}}
+	u := &checkpoint.Node{ID: uuid.New(), Role: checkpoint.RoleUser, Content: user}
+	a := &checkpoint.Node{ID: uuid.New(), ParentID: u.ID, Role: checkpoint.RoleAssistant, Content: parts,
+		Status: &checkpoint.Status{Type: "complete", Reason: "stop"}}
+	if err := s.CheckpointAppend(ctx, th.ID, u, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CheckpointsAfter(ctx, th.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := rawContents(t, pool, th.ID)
+	for i, want := range [][]checkpoint.Part{user, parts} {
+		if g, w := checkpoint.MarshalParts(got[i].Content), checkpoint.MarshalParts(want); string(g) != string(w) {
+			t.Errorf("content %d read back:\n got %s\nwant %s", i, g, w)
+		}
+		var viaJSON []checkpoint.Part
+		if err := json.Unmarshal(raws[i], &viaJSON); err != nil {
+			t.Fatal(err)
+		}
+		dp, err := store.DecodeParts(raws[i])
+		if err != nil || !reflect.DeepEqual(dp, viaJSON) {
+			t.Errorf("store.DecodeParts(%s): got %#v, %v; want %#v as encoding/json decodes it", raws[i], dp, err, viaJSON)
+		}
+	}
+}

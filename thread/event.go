@@ -14,10 +14,25 @@ type Event struct {
 	Type      string
 	RunID     uuid.UUID
 	Sequence  int64
-	MessageID uuid.UUID    // token
-	Text      string       // token text or error message
+	MessageID uuid.UUID    // every kind but snapshot and error
+	Text      string       // token or reasoning text, error message, tool_call args_text piece
 	Code      errcode.Code // error code
 	Snapshot  *Snapshot    // snapshot
+	CallID    string       // tool_call, tool_result
+	Name      string       // tool_call: the tool; data: the part's name
+	// Data is a tool_result's result or a data event's value.
+	Data    json.RawMessage
+	IsError bool // tool_result
+}
+
+// recordEvent is the event of a record that is not a snapshot.
+func recordEvent(r *Run, rec *Record) Event {
+	ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Text: rec.Text, Code: rec.Code,
+		CallID: rec.CallID, Name: rec.Name, Data: rec.Data, IsError: rec.IsError}
+	if rec.Kind != KindError {
+		ev.MessageID = r.MessageID
+	}
+	return ev
 }
 
 // Final reports whether the event is the last one of its run.
@@ -80,6 +95,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Error    string       `json:"error"`
 			Code     errcode.Code `json:"code"`
 		}{e.Type, e.RunID, e.Sequence, e.Text, e.Code})
+	case KindReasoning, KindToolCall, KindToolResult, KindData:
+		return e.marshalAgent()
 	}
 	// A snapshot holds the whole tree: written by hand, byte for byte what
 	// encoding/json would write (tested), which re-validates every nested
@@ -102,13 +119,62 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// marshalAgent writes the events of agent runs.
+func (e *Event) marshalAgent() ([]byte, error) {
+	switch e.Type {
+	case KindToolCall:
+		return json.Marshal(struct {
+			Type      string    `json:"type"`
+			RunID     uuid.UUID `json:"run_id"`
+			Sequence  int64     `json:"sequence"`
+			MessageID uuid.UUID `json:"message_id"`
+			CallID    string    `json:"tool_call_id"`
+			ToolName  string    `json:"tool_name"`
+			ArgsText  string    `json:"args_text"`
+		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.CallID, e.Name, e.Text})
+	case KindToolResult:
+		return json.Marshal(struct {
+			Type      string          `json:"type"`
+			RunID     uuid.UUID       `json:"run_id"`
+			Sequence  int64           `json:"sequence"`
+			MessageID uuid.UUID       `json:"message_id"`
+			CallID    string          `json:"tool_call_id"`
+			Result    json.RawMessage `json:"result"`
+			IsError   bool            `json:"is_error"`
+		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.CallID, orNull(e.Data), e.IsError})
+	case KindData:
+		return json.Marshal(struct {
+			Type      string          `json:"type"`
+			RunID     uuid.UUID       `json:"run_id"`
+			Sequence  int64           `json:"sequence"`
+			MessageID uuid.UUID       `json:"message_id"`
+			Name      string          `json:"name"`
+			Data      json.RawMessage `json:"data"`
+		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Name, orNull(e.Data)})
+	}
+	return json.Marshal(struct {
+		Type      string    `json:"type"`
+		RunID     uuid.UUID `json:"run_id"`
+		Sequence  int64     `json:"sequence"`
+		MessageID uuid.UUID `json:"message_id"`
+		Text      string    `json:"text"`
+	}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Text})
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
 // treeSize guesses the encoded size of a path and repository, so that
 // one allocation holds them.
 func treeSize(path []checkpoint.Message, repo checkpoint.Repository) int {
 	size := 512
 	for i := range repo.Messages {
 		for _, p := range repo.Messages[i].Message.Content {
-			size += 400 + len(p.Text) + len(p.Image)
+			size += 400 + len(p.Text) + len(p.Image) + len(p.ArgsText) + len(p.Args) + len(p.Result) + len(p.Data)
 		}
 	}
 	return size + size*len(path)/max(len(repo.Messages), 1)

@@ -79,6 +79,26 @@ type logWriter struct {
 	// in pending until it is committed (their rows need the run's row).
 	start     startState
 	startDone chan struct{} // closed when start leaves startCommitting
+	// snaps are the running snapshots of interim snapshot records by
+	// sequence, for publishing them.
+	snaps map[int64]*Snapshot
+}
+
+// setSnapshot records the snapshot an interim snapshot record of seq shows.
+func (w *logWriter) setSnapshot(seq int64, snap *Snapshot) {
+	w.mu.Lock()
+	if w.snaps == nil {
+		w.snaps = map[int64]*Snapshot{}
+	}
+	w.snaps[seq] = snap
+	w.mu.Unlock()
+}
+
+// snapshot returns the snapshot of the interim snapshot record of seq.
+func (w *logWriter) snapshot(seq int64) *Snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.snaps[seq]
 }
 
 type startState int
@@ -329,7 +349,7 @@ func (c *committer) settle(batch []takenRecs, ok bool) {
 			t.w.mu.Lock()
 			t.w.durable = t.from + len(t.recs)
 			t.w.mu.Unlock()
-			c.s.publish(t.w.run, t.recs, t.since)
+			c.s.publish(t.w, t.recs, t.since)
 		}
 		t.w.mu.Lock()
 		t.w.inflight, t.w.retrying = false, !ok

@@ -578,15 +578,19 @@ func (p *presub) claim() stream.Subscription[Event] {
 	return sub
 }
 
-func (s *Service) publish(r *Run, batch []Record, since time.Time) {
+func (s *Service) publish(w *logWriter, batch []Record, since time.Time) {
+	r := w.run
 	evs := make([]Event, len(batch))
 	tokens := 0
-	for i, rec := range batch {
-		evs[i] = Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, MessageID: r.MessageID, Text: rec.Text, Code: rec.Code}
+	for i := range batch {
+		rec := &batch[i]
+		if rec.Kind == KindSnapshot {
+			evs[i] = Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: w.snapshot(rec.Seq)}
+			continue
+		}
+		evs[i] = recordEvent(r, rec)
 		if rec.Kind == KindToken {
 			tokens++
-		} else {
-			evs[i].MessageID = uuid.Nil
 		}
 	}
 	s.hub.Publish(r.ID, evs...)
@@ -605,7 +609,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	r := ar.run
 	firstRec := firstRecord(r)
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
-		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, ""), Head: r.MessageID}}
+		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, nil), Head: r.MessageID}}
 	w := ar.log
 	commitStart := func() {
 		if !w.claimStart(startCommitting) {
@@ -632,18 +636,8 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	} else {
 		commitStart()
 	}
-	seq := int64(1)
-	var text strings.Builder
-	res, err := model.Stream(ar.ctx, req, func(tok string) error {
-		if ar.ctx.Err() != nil {
-			return ar.ctx.Err()
-		}
-		seq++
-		tok = storable(tok)
-		text.WriteString(tok)
-		w.add(Record{Seq: seq, Kind: KindToken, Text: tok})
-		return nil
-	})
+	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1}
+	res, err := s.drive(t, model, req, r.Config)
 	merged := w.claimStart(startMerged)
 	if merged {
 		linger.Stop()
@@ -680,8 +674,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 	if runErr != nil {
 		st = &checkpoint.Status{Type: "incomplete", Reason: "error", Error: runErr.Message}
-		seq++
-		errRec := Record{Seq: seq, Kind: KindError, Text: runErr.Message, Code: runErr.Code}
+		errRec := Record{Seq: t.seq + 1, Kind: KindError, Text: runErr.Message, Code: runErr.Code}
 		tail, all = append(tail, errRec), append(all, errRec)
 	}
 	var usage *Usage
@@ -697,7 +690,8 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	// title model is asked only about a reply that succeeded.
 	first := r.UserMessageID != uuid.Nil && r.TreeSeq == 1
 	byModel := first && status == RunSucceeded && s.cfg.TitleModel != ""
-	fin := finishing{run: r, ar: ar, log: w, tree: tree, status: status, st: st, text: text.String(), all: all, tail: tail,
+	content := t.fold.content()
+	fin := finishing{run: r, ar: ar, log: w, tree: tree, status: status, st: st, content: content, all: all, tail: tail,
 		model: modelName, usage: usage, err: runErr}
 	if first && !byModel {
 		// Titled in the final transaction, so a client that reads the
@@ -712,7 +706,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 	if byModel {
 		// A title model takes its time: the stream does not wait for it.
-		s.autoTitle(ar.thread.Caller, r.ThreadID, tree, text.String())
+		s.autoTitle(ar.thread.Caller, r.ThreadID, tree, replyText(content))
 	}
 }
 
@@ -723,19 +717,19 @@ func firstRecord(r *Run) Record {
 
 // finishing is what finish writes and publishes.
 type finishing struct {
-	run    *Run
-	ar     *activeRun // nil when recovering another process's run
-	log    *logWriter // nil when recovering another process's run
-	tree   *checkpoint.Tree
-	status RunStatus
-	st     *checkpoint.Status
-	text   string
-	all    []Record // the whole log from sequence 1
-	tail   []Record // what was not published yet
-	model  string
-	usage  *Usage
-	err    *RunError
-	title  string // the thread's title if it has none
+	run     *Run
+	ar      *activeRun // nil when recovering another process's run
+	log     *logWriter // nil when recovering another process's run
+	tree    *checkpoint.Tree
+	status  RunStatus
+	st      *checkpoint.Status
+	content []checkpoint.Part // the reply
+	all     []Record          // the whole log from sequence 1
+	tail    []Record          // what was not published yet
+	model   string
+	usage   *Usage
+	err     *RunError
+	title   string // the thread's title if it has none
 	// create is the run's unwritten start, written with the end; first is
 	// then its first event, published before the tail, and started is
 	// told the outcome.
@@ -752,7 +746,7 @@ func (s *Service) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
 		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
-		Content: []checkpoint.Part{{Type: "text", Text: f.text}}, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
+		Content: f.content, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
 	}
 	final := Record{Seq: all[len(all)-1].Seq + 1, Kind: KindSnapshot, Status: status, TreeSeq: asst.Seq}
 	all = append(all, final)
@@ -778,17 +772,8 @@ func (s *Service) finish(f finishing) error {
 	if f.first != nil {
 		events = append(events, *f.first)
 	}
-	for _, rec := range tail {
-		if rec.Kind == KindSnapshot {
-			events = append(events, Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq,
-				Snapshot: &Snapshot{ThreadID: r.ThreadID, RunStatus: status, Tree: tree, Head: r.MessageID}})
-			continue
-		}
-		ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Text: rec.Text, Code: rec.Code}
-		if rec.Kind == KindToken {
-			ev.MessageID = r.MessageID
-		}
-		events = append(events, ev)
+	for i := range tail {
+		events = append(events, s.tailEvent(f, &tail[i], tree, all))
 	}
 	s.hub.Publish(r.ID, events...)
 	s.hub.End(r.ID)
@@ -802,6 +787,26 @@ func (s *Service) finish(f finishing) error {
 	}
 	s.log.Info("run ended", "run_id", r.ID, "thread_id", r.ThreadID, "status", status, "events", final.Seq)
 	return nil
+}
+
+// tailEvent is the event of a record finish publishes: the final snapshot
+// shows the thread with the reply, an interim one the reply so far.
+func (s *Service) tailEvent(f finishing, rec *Record, tree *checkpoint.Tree, all []Record) Event {
+	r := f.run
+	switch {
+	case rec.Kind != KindSnapshot:
+		return recordEvent(r, rec)
+	case rec.Status.Done():
+		return Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq,
+			Snapshot: &Snapshot{ThreadID: r.ThreadID, RunStatus: f.status, Tree: tree, Head: r.MessageID}}
+	}
+	if f.log != nil {
+		if snap := f.log.snapshot(rec.Seq); snap != nil {
+			return Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
+		}
+	}
+	content, _ := foldParts(all[:rec.Seq-1])
+	return s.event(r, *rec, tree, content)
 }
 
 // endUnwritten settles a run whose end could not be written: nothing more
@@ -1082,17 +1087,31 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 	if err != nil {
 		return err
 	}
-	text, _ := foldTokens(recs)
+	// Calls that have no result were cut off: they are answered, never
+	// run again.
+	var fold turn
+	for i := range recs {
+		fold.add(&recs[i])
+	}
+	var tail []Record
+	for _, id := range fold.unanswered() {
+		tail = append(tail, Record{Seq: recs[len(recs)-1].Seq + int64(len(tail)) + 1, Kind: KindToolResult, CallID: id,
+			Data: json.RawMessage(`"interrupted"`), IsError: true})
+	}
+	tail = append(tail, Record{Seq: recs[len(recs)-1].Seq + int64(len(tail)) + 1, Kind: KindError, Code: errcode.RunInterrupted,
+		Text: "the run was interrupted: the process running it stopped before it ended; the reply keeps what it had streamed"})
+	for i := range tail {
+		fold.add(&tail[i])
+	}
+	recs = append(recs, tail...)
+	content := fold.content()
 	st := &checkpoint.Status{Type: "incomplete", Reason: "other"}
-	errRec := Record{Seq: recs[len(recs)-1].Seq + 1, Kind: KindError, Code: errcode.RunInterrupted,
-		Text: "the run was interrupted: the process running it stopped before it ended; the reply keeps what it had streamed"}
-	recs = append(recs, errRec)
-	err = s.finish(finishing{run: r, tree: tree.Upto(r.TreeSeq), status: RunInterrupted, st: st, text: text, all: recs,
-		tail: []Record{errRec}, model: r.Model})
+	err = s.finish(finishing{run: r, tree: tree.Upto(r.TreeSeq), status: RunInterrupted, st: st, content: content, all: recs,
+		tail: tail, model: r.Model})
 	if err != nil {
 		return err
 	}
-	s.log.Warn("recovered interrupted run", "run_id", r.ID, "thread_id", r.ThreadID, "tokens_kept", len(text))
+	s.log.Warn("recovered interrupted run", "run_id", r.ID, "thread_id", r.ThreadID, "bytes_kept", len(replyText(content)))
 	return nil
 }
 

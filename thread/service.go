@@ -49,6 +49,10 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// Limits bound callers, threads and model calls (limits.go).
 	Limits Limits
+	// Tools, when set, are the server tools agent runs may call.
+	Tools Tools
+	// Raw, when set, keeps what runs' providers and tools exchanged.
+	Raw RawSink
 	// Wakeups, when set, brings other processes' writes here within
 	// milliseconds (see Watch); nil: followers poll (wake.go).
 	Wakeups Wakeups
@@ -402,29 +406,22 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*T
 				continue // it ended between the reads; read again
 			}
 		}
-		text, last := foldTokens(recs)
-		snap.Running = runningNode(r, text)
+		parts, last := foldParts(recs)
+		snap.Running = runningNode(r, parts)
 		snap.ActiveRun = &ActiveRun{RunID: r.ID, MessageID: r.MessageID, Sequence: last}
 		return snap, nil
 	}
 }
 
-func foldTokens(recs []Record) (string, int64) {
-	var b strings.Builder
-	var last int64
-	for _, r := range recs {
-		if r.Kind == KindToken {
-			b.WriteString(r.Text)
-		}
-		last = r.Seq
+// runningNode is the run's assistant message while it runs, holding
+// content (nil: one empty text part).
+func runningNode(r *Run, content []checkpoint.Part) *checkpoint.Node {
+	if content == nil {
+		content = []checkpoint.Part{{Type: checkpoint.PartText}}
 	}
-	return b.String(), last
-}
-
-func runningNode(r *Run, text string) *checkpoint.Node {
 	return &checkpoint.Node{
 		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
-		Content: []checkpoint.Part{{Type: "text", Text: text}}, Status: &checkpoint.Status{Type: "running"},
+		Content: content, Status: &checkpoint.Status{Type: "running"},
 		RunID: r.ID, CreatedAt: r.CreatedAt, Running: true,
 	}
 }
@@ -602,19 +599,18 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 				return err == nil, err
 			}
 		}
-		// text is the running message before each record. We only log a
-		// running snapshot as a run's first event, but stay exact if a
-		// later one appears by folding the earlier tokens first.
-		// A builder, not +=: a catch-up of thousands of tokens must stay
-		// linear, and only snapshots read the text.
-		var text strings.Builder
+		// fold is the running message before each record: a running
+		// snapshot (the first event, and one after each agent step) shows
+		// it, so the earlier records are folded first when there is one.
+		var fold turn
 		if recs[0].Seq > 1 && hasRunningSnapshot(recs) {
 			prior, _, err := s.logged(ctx, r.ID, 0)
 			if err != nil {
 				return false, err
 			}
-			t, _ := foldTokens(prior[:recs[0].Seq-1])
-			text.WriteString(t)
+			for i := range prior[:recs[0].Seq-1] {
+				fold.add(&prior[i])
+			}
 		}
 		for i, rec := range recs {
 			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
@@ -637,14 +633,12 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 					return false, err
 				}
 			}
-			var running string
-			if rec.Kind == KindSnapshot {
-				running = text.String()
+			var running []checkpoint.Part
+			if rec.Kind == KindSnapshot && !rec.Status.Done() {
+				running = fold.content()
 			}
 			ev := s.event(r, rec, tree, running)
-			if rec.Kind == KindToken {
-				text.WriteString(rec.Text)
-			}
+			fold.add(&recs[i])
 			done, err := emit(ev, i < len(recs)-1)
 			if err != nil || done {
 				return done, err
@@ -716,21 +710,16 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 }
 
 // event rebuilds a stream event from its log record.
-func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, runningText string) Event {
-	ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq}
-	switch rec.Kind {
-	case KindToken:
-		ev.MessageID, ev.Text = r.MessageID, rec.Text
-	case KindError:
-		ev.Text, ev.Code = rec.Text, rec.Code
-	case KindSnapshot:
-		snap := &Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
-		if !rec.Status.Done() {
-			snap.Running = runningNode(r, runningText)
-		}
-		ev.Snapshot = snap
+// running is the running message's content at a running snapshot.
+func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, running []checkpoint.Part) Event {
+	if rec.Kind != KindSnapshot {
+		return recordEvent(r, &rec)
 	}
-	return ev
+	snap := &Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
+	if !rec.Status.Done() {
+		snap.Running = runningNode(r, running)
+	}
+	return Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 }
 
 func hasRunningSnapshot(recs []Record) bool {

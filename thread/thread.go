@@ -72,6 +72,20 @@ type RunConfig struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	System      string          `json:"system,omitempty"`
 	Custom      json.RawMessage `json:"custom,omitempty"`
+	// MaxSteps bounds an agent run's model calls (DefaultMaxSteps when 0).
+	MaxSteps int `json:"max_steps,omitempty"`
+	// Tools, when present, names the server tools the run may call (all
+	// when absent) and declares the caller's client tools.
+	Tools []RunTool `json:"tools,omitempty"`
+}
+
+// RunTool is one entry of run_config.tools: a server tool by name, or a
+// client tool the caller declares, which the service never runs.
+type RunTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Client      bool            `json:"client,omitempty"`
 }
 
 // Usage is what the provider reported.
@@ -153,6 +167,13 @@ const (
 	KindSnapshot = "snapshot"
 	KindToken    = "token"
 	KindError    = "error"
+	// Agent runs: a piece of reasoning; a piece of a tool call's
+	// arguments (the first of a call opens it); a tool's answer; a data
+	// part (a plan, files).
+	KindReasoning  = "reasoning"
+	KindToolCall   = "tool_call"
+	KindToolResult = "tool_result"
+	KindData       = "data"
 )
 
 // Record is one event as the log stores it: small, with no tree in it. A
@@ -161,10 +182,15 @@ const (
 type Record struct {
 	Seq     int64
 	Kind    string
-	Text    string       // token text, or error message
+	Text    string       // token or reasoning text, error message, tool_call arguments piece
 	Code    errcode.Code // error code
 	Status  RunStatus    // snapshot
 	TreeSeq int64        // snapshot
+	CallID  string       // tool_call, tool_result
+	Name    string       // tool_call: the tool; data: the part's name
+	// Data is a tool_result's result or a data record's value, a JSON value.
+	Data    json.RawMessage
+	IsError bool // tool_result
 }
 
 // Segment is consecutive records of one run's log, appended under the
