@@ -648,6 +648,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 	}
 	wake := s.wakeRun(r.ID) // before the first read: a commit after it wakes us
 	defer wake.Close()
+	retry := s.cfg.RetryMin
 	for {
 		var sub stream.Subscription[Event]
 		if last == 0 {
@@ -656,10 +657,21 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		if sub == nil {
 			sub = s.hub.Subscribe(r.ID)
 			done, err := catchUp()
+			if err != nil && unavailable(err) && ctx.Err() == nil {
+				// The database is away for a while: the stream waits for
+				// it rather than ending without its final snapshot.
+				sub.Close()
+				if err := s.pause(ctx, wake, retry); err != nil {
+					return err
+				}
+				retry = min(2*retry, s.cfg.RetryMax)
+				continue
+			}
 			if err != nil || done {
 				sub.Close()
 				return err
 			}
+			retry = s.cfg.RetryMin
 		}
 		// idle breaks off after one to two quiet seconds. A batch only marks
 		// the stream active: stopping and resetting the timer on every token
@@ -707,6 +719,27 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		}
 		idle.Stop()
 	}
+}
+
+// unavailable reports whether err is the store's word for a database it
+// cannot reach (errcode.Unavailable).
+func unavailable(err error) bool {
+	e, ok := errcode.As(err)
+	return ok && e.Code == errcode.Unavailable
+}
+
+// pause waits d before a follower reads the log again, or less when a
+// wake-up comes; it returns ctx's error if ctx ends first.
+func (s *Service) pause(ctx context.Context, wake Wake, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	case <-wake.C():
+	}
+	return nil
 }
 
 // event rebuilds a stream event from its log record.

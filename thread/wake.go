@@ -92,8 +92,9 @@ func (s *Service) wakeRun(runID uuid.UUID) Wake {
 // Watch applies what other processes did until ctx ends: a cancel
 // requested anywhere stops the local run at once, a deleted thread stops
 // its local run and leaves the tree cache, a dead process's runs are
-// recovered now, and a reset empties the tree cache. Without Wakeups it
-// returns at once.
+// recovered now, and a reset (wake-ups may have been lost) empties the
+// tree cache and reads again what they would have said (resync). Without
+// Wakeups it returns at once.
 func (s *Service) Watch(ctx context.Context) {
 	if s.cfg.Wakeups == nil {
 		return
@@ -102,7 +103,10 @@ func (s *Service) Watch(ctx context.Context) {
 		sub := s.cfg.Wakeups.Changes()
 		s.watchChanges(ctx, sub)
 		sub.Close()
-		s.forgetAll() // it fell behind or the wake-ups restarted
+		if ctx.Err() != nil {
+			return
+		}
+		s.resync(ctx) // it fell behind or the wake-ups restarted
 		t := time.NewTimer(10 * time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -143,8 +147,18 @@ func (s *Service) apply(ctx context.Context, c Change) {
 	case ChangeOwnerDead:
 		s.Recover(ctx)
 	case ChangeReset:
-		s.forgetAll()
+		s.resync(ctx)
 	}
+}
+
+// resync catches up with what wake-ups that may have been lost said: it
+// empties the tree cache, reads the cancel requests and claims of this
+// process's runs (a cancel or a delete requested meanwhile stops its run
+// now, not at the next lease renewal) and recovers runs whose owner died.
+func (s *Service) resync(ctx context.Context) {
+	s.forgetAll()
+	s.RenewLeases(ctx)
+	s.Recover(ctx)
 }
 
 // forgetAll empties the tree cache.

@@ -24,8 +24,9 @@ var _ thread.Store = (*Store)(nil)
 type Store struct {
 	// Fail, when set, is asked before every write with the method's name
 	// (RunCreate, RunCreateAll, RunComplete, RunEventsAppend, RunFinish,
-	// RunFinishAll, RunLeaseRenew, RunClaimExpired); an error it returns is
-	// the method's, and nothing is written.
+	// RunFinishAll, RunLeaseRenew, RunClaimExpired) and before a run's
+	// reads (RunGet, RunEventsAfter); an error it returns is the method's,
+	// and nothing is written or read.
 	Fail func(op string) error
 
 	mu      sync.Mutex
@@ -352,6 +353,9 @@ func (s *Store) lookup(threadID, runID uuid.UUID) (*thread.Run, error) {
 
 // RunGet implements thread.Store.
 func (s *Store) RunGet(_ context.Context, threadID, runID uuid.UUID) (*thread.Run, error) {
+	if err := s.fail("RunGet"); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lookup(threadID, runID)
@@ -416,6 +420,9 @@ func (s *Store) RunEventsAppend(_ context.Context, segs []thread.Segment) error 
 
 // RunEventsAfter implements thread.Store.
 func (s *Store) RunEventsAfter(_ context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	if err := s.fail("RunEventsAfter"); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.runs[runID]

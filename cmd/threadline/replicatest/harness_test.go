@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -180,6 +181,7 @@ type stream struct {
 	resp *http.Response
 	r    *bufio.Reader
 	evs  []event
+	n    atomic.Int64 // len(evs), for other goroutines
 }
 
 // next returns the next event, or false at the end of the stream.
@@ -196,6 +198,7 @@ func (s *stream) next() (event, bool) {
 	}
 	e.raw = strings.TrimSpace(string(line))
 	s.evs = append(s.evs, e)
+	s.n.Add(1)
 	return e, true
 }
 

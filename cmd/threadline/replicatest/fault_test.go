@@ -1,0 +1,285 @@
+package replicatest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/store/pgtest"
+)
+
+// Fault tests: Postgres stopped or restarted under streaming runs, an owner
+// paused past its lease, SIGTERM with streams in flight. Each checks what
+// issue 20 asks of every fault: every run ends with a final snapshot in its
+// log, every stream ends with that snapshot (after an error event where
+// something failed), no acknowledged message is lost, replay is gap-free
+// and equals what live clients saw, and the thread takes new runs.
+
+// faultBound bounds every wait of these tests on a run's end.
+const faultBound = 60 * time.Second
+
+// signal sends sig to the replica's process.
+func (r *replica) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("signal %v to %s: %v", sig, r.name, err)
+	}
+}
+
+// waitLog waits until the replica has logged a line holding s (at least n
+// such lines in all), for at most d.
+func (r *replica) waitLog(s string, n int, d time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for strings.Count(r.log(), s) < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s logged %q %d times in %v, want %d", r.name, s, strings.Count(r.log(), s), d, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// faultRun is one run under a fault: the client that started it on its
+// owner and a follower on another replica, both read to their end in the
+// background.
+type faultRun struct {
+	tid, msgID, text string
+	runID            string
+	owner, other     *replica
+	live, watch      *stream
+	liveDone         chan struct{} // the live stream ended (liveEvs is set)
+	watchDone        chan struct{} // the follower's stream ended (watched is set)
+	done             chan struct{} // both ended
+	liveEvs, watched []event
+}
+
+// startFaultRun starts a run on owner, waits for its first n events and
+// follows it from the start on other; both streams are then read to their
+// end in the background (wait).
+func startFaultRun(t *testing.T, owner, other *replica, text string, n int) *faultRun {
+	t.Helper()
+	f := &faultRun{tid: uuid.NewString(), msgID: uuid.NewString(), text: text, owner: owner, other: other,
+		liveDone: make(chan struct{}), watchDone: make(chan struct{}), done: make(chan struct{})}
+	f.live = startRun(t, owner, f.tid, message(f.msgID, text))
+	f.runID = f.live.readN(n)[0].RunID
+	f.watch = followWithin(t, other, f.tid, f.runID, 0, faultBound)
+	go func() { defer close(f.liveDone); f.liveEvs = f.live.rest() }()
+	go func() { defer close(f.watchDone); f.watched = f.watch.rest() }()
+	go func() { <-f.liveDone; <-f.watchDone; close(f.done) }()
+	return f
+}
+
+// wait waits for both streams to end, for at most faultBound.
+func (f *faultRun) wait(t *testing.T) {
+	t.Helper()
+	waitFor(t, f.done, "run "+f.runID+": its streams")
+}
+
+// waitFor waits for ch to close, for at most faultBound.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(faultBound + 10*time.Second):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
+// check checks the ended run as every fault test does, with its final
+// status want ("" for any final status): both streams are gap-free and end
+// with the final snapshot (after an error event unless the run succeeded
+// or was cancelled); the follower saw exactly what the live client saw;
+// the reply is the streamed text; the user message is kept; replay on
+// both replicas equals what the clients saw; and the thread takes a new
+// run on the other replica. It returns that new run's final event.
+func (f *faultRun) check(t *testing.T, want string) event {
+	t.Helper()
+	final := checkRun(t, "live client of "+f.runID, f.liveEvs, 1, want)
+	checkErrorBeforeFinal(t, "live client of "+f.runID, f.liveEvs)
+	checkRun(t, "follower on "+f.other.name+" of "+f.runID, f.watched, 1, final.RunStatus)
+	// The first snapshot is rebuilt from the tree on another replica;
+	// every other event must be the same bytes.
+	sameEvents(t, "follower on "+f.other.name, f.liveEvs[1:], f.watched[1:])
+	if got := reply(t, final); got != tokens(f.liveEvs) {
+		t.Fatalf("run %s: final reply %q, want the streamed %q", f.runID, got, tokens(f.liveEvs))
+	}
+	if len(final.Messages) < 2 || final.Messages[len(final.Messages)-2].ID != f.msgID ||
+		final.Messages[len(final.Messages)-2].Content[0].Text != f.text {
+		t.Fatalf("run %s: acknowledged user message %s lost: final snapshot %s", f.runID, f.msgID, final.raw)
+	}
+	for _, r := range []*replica{f.owner, f.other} {
+		if r.cmd.ProcessState != nil {
+			continue // exited
+		}
+		replay := followWithin(t, r, f.tid, f.runID, 1, faultBound).rest()
+		sameEvents(t, "replay on "+r.name+" of "+f.runID, f.liveEvs[1:], replay)
+	}
+	return f.takesNewRun(t, f.other, final)
+}
+
+// takesNewRun starts a run on r that continues the thread after final's
+// reply and checks that it streams, ends (cancelled after its first
+// events) and keeps the earlier messages. It returns its final event.
+func (f *faultRun) takesNewRun(t *testing.T, r *replica, final event) event {
+	t.Helper()
+	code, body := call(t, http.MethodGet, r.url("/threads/"+f.tid+"/messages"), "")
+	if code != 200 || !strings.Contains(body, `"active_run":null`) || !strings.Contains(body, f.msgID) {
+		t.Fatalf("thread %s on %s after the run: %d %s, want no active run and message %s", f.tid, r.name, code, body, f.msgID)
+	}
+	last := final.Messages[len(final.Messages)-1].ID
+	s, code, msg := tryRun(t, r, f.tid, fmt.Sprintf(`{"message":{"content":"and after"},"parent_message_id":%q,"run_config":{"model":"builtin"}}`, last))
+	if s == nil {
+		t.Fatalf("new run on thread %s on %s: %d %s, want 200", f.tid, r.name, code, msg)
+	}
+	// Its first events show it runs; a cancel then ends it early (the
+	// models of these tests are slow).
+	evs := s.readN(3)
+	if code, body := call(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+evs[0].RunID+"/cancel"), ""); code != http.StatusAccepted {
+		t.Fatalf("cancel of the new run on %s: %d %s, want 202", r.name, code, body)
+	}
+	evs = s.rest()
+	next := checkRun(t, "new run on "+r.name, evs, 1, "")
+	if next.RunStatus != "succeeded" && next.RunStatus != "cancelled" {
+		t.Fatalf("new run on thread %s: ended %s, want succeeded or cancelled", f.tid, next.RunStatus)
+	}
+	if len(next.Messages) != len(final.Messages)+2 {
+		t.Fatalf("new run on thread %s: %d messages, want %d (the earlier ones kept)", f.tid, len(next.Messages), len(final.Messages)+2)
+	}
+	return next
+}
+
+// checkErrorBeforeFinal: a run that ended interrupted or failed has an
+// error event right before its final snapshot.
+func checkErrorBeforeFinal(t *testing.T, who string, evs []event) {
+	t.Helper()
+	last := evs[len(evs)-1]
+	if last.RunStatus != "interrupted" && last.RunStatus != "failed" {
+		return
+	}
+	if len(evs) < 2 || evs[len(evs)-2].Type != "error" {
+		t.Fatalf("%s: run ended %s with no error event before its final snapshot", who, last.RunStatus)
+	}
+}
+
+// TestPostgresStopped stops Postgres for several seconds under streaming
+// runs, each followed from another replica: runs of one replica end while
+// it is down, runs of the other go on after it is back. Every run ends
+// succeeded with every streamed token in its reply, and every check of
+// faultRun.check holds; while it is down a new run is refused with 503 and
+// nothing is acknowledged.
+func TestPostgresStopped(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewPrivate(t)
+	short := startReplica(t, "replica0", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=150", longLease)
+	long := startReplica(t, "replica1", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=1000", longLease)
+	var runs []*faultRun
+	for i := range 2 {
+		runs = append(runs, startFaultRun(t, short, long, fmt.Sprintf("short run %d", i), 3))
+		runs = append(runs, startFaultRun(t, long, short, fmt.Sprintf("long run %d", i), 3))
+	}
+	pg.Stop()
+	for _, r := range []*replica{short, long} {
+		if s, code, body := tryRun(t, r, uuid.NewString(), message("", "while down")); s != nil || code != http.StatusServiceUnavailable {
+			t.Fatalf("a run on %s while Postgres is down: %d %s, want 503", r.name, code, body)
+		}
+	}
+	time.Sleep(5 * time.Second) // the outage itself
+	pg.Start()
+	for _, f := range runs {
+		f.wait(t)
+	}
+	for _, f := range runs {
+		f.check(t, "succeeded")
+	}
+}
+
+// TestPostgresRestartedMidStream restarts Postgres at once (down for well
+// under a second) while runs stream, each followed from another replica:
+// no stream freezes. After the restart each client gets more tokens while
+// the run goes on, and a cancel sent then ends it cancelled long before
+// the model would have finished (a frozen stream would deliver its tokens
+// only at the run's end, after the cancel could stop nothing).
+func TestPostgresRestartedMidStream(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewPrivate(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
+	rs := []*replica{startReplica(t, "replica0", pg.URL, env...), startReplica(t, "replica1", pg.URL, env...)}
+	var runs []*faultRun
+	for i := range 4 {
+		runs = append(runs, startFaultRun(t, rs[i%2], rs[(i+1)%2], fmt.Sprintf("restart run %d", i), 3))
+	}
+	down := pg.Restart()
+	t.Logf("Postgres down and back within %v", down)
+	after := make([][2]int64, len(runs))
+	for i, f := range runs {
+		after[i] = [2]int64{f.live.n.Load(), f.watch.n.Load()}
+	}
+	deadline := time.Now().Add(faultBound)
+	for i, f := range runs {
+		for f.live.n.Load() < after[i][0]+30 || f.watch.n.Load() < after[i][1]+30 {
+			select {
+			case <-f.done:
+				t.Fatalf("run %s ended before streaming 30 more tokens after the restart (live %d, follower %d events)", f.runID, f.live.n.Load(), f.watch.n.Load())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s: streams frozen after the restart: live %d events (%d at restart), follower %d (%d)",
+					f.runID, f.live.n.Load(), after[i][0], f.watch.n.Load(), after[i][1])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if code, body := call(t, http.MethodPost, f.other.url("/threads/"+f.tid+"/runs/"+f.runID+"/cancel"), ""); code != http.StatusAccepted {
+			t.Fatalf("cancel of %s on %s: %d %s, want 202", f.runID, f.other.name, code, body)
+		}
+	}
+	for _, f := range runs {
+		f.wait(t)
+		f.check(t, "cancelled")
+		if n := len(f.liveEvs); n >= 3000 {
+			t.Fatalf("run %s streamed %d events: the cancel after the restart stopped nothing", f.runID, n)
+		}
+	}
+}
+
+// TestStalledOwnerFenced pauses the owner of a streaming run (SIGSTOP)
+// past its lease while a second replica runs on the same database: the
+// second recovers the run (interrupted, after a run_interrupted error
+// event). Then the owner continues (SIGCONT): it finds its claim taken and
+// publishes nothing more, so its client, like the follower, has exactly
+// the stored log, ending with the recovered final snapshot, and both
+// replicas take new runs on the thread.
+func TestStalledOwnerFenced(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", "THREADLINE_RUN_LEASE=2s"}
+	owner := startReplica(t, "replica0", db, env...)
+	other := startReplica(t, "replica1", db, env...)
+	f := startFaultRun(t, owner, other, "stall me", 20)
+	owner.signal(syscall.SIGSTOP)
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = owner.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	waitFor(t, f.watchDone, "the follower's stream while the owner is stopped")
+	select {
+	case <-f.liveDone:
+		t.Fatalf("the stopped owner's stream ended while it was stopped")
+	default:
+	}
+	owner.signal(syscall.SIGCONT)
+	stopped = false
+	f.wait(t)
+	next := f.check(t, "interrupted")
+	if n := len(f.liveEvs); n >= 3000 {
+		t.Fatalf("the stalled owner's client got %d events: the run was not stopped", n)
+	}
+	// The owner, running again, takes a run on the thread too.
+	f.takesNewRun(t, owner, next)
+}
