@@ -12,6 +12,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Stepper is a model that takes one step of an agent run: it streams typed
@@ -285,11 +286,24 @@ func (s *Service) callTool(ctx context.Context, cfg RunConfig, c pendingCall) to
 	if s.cfg.Tools == nil || !cfg.allows(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
+	if s.needsApproval(c.name) {
+		return tool.ErrorResult(fmt.Sprintf("not run: %s needs a person's approval, which this service cannot ask for yet", c.name))
+	}
 	res, err := s.cfg.Tools.Call(ctx, c.name, c.args)
 	if err != nil && res.Value == nil {
 		return tool.ErrorResult("cancelled")
 	}
 	return res
+}
+
+// needsApproval reports whether the server tool name is marked approval.
+func (s *Service) needsApproval(name string) bool {
+	for _, sp := range s.cfg.Tools.Specs() {
+		if sp.Name == name {
+			return sp.Approval
+		}
+	}
+	return false
 }
 
 // runTools returns the specs of the server tools a run may call.
@@ -406,4 +420,60 @@ func replyText(content []checkpoint.Part) string {
 		}
 	}
 	return b.String()
+}
+
+// MaxStepsLimit is the most steps run_config.max_steps may ask for.
+const MaxStepsLimit = 100
+
+// validateAgent checks run_config's agent fields; invalid_request names
+// the field.
+func (c *RunConfig) validateAgent() error {
+	if c.MaxSteps < 0 || c.MaxSteps > MaxStepsLimit {
+		return errcode.New(errcode.Invalid, "run_config.max_steps must be between 1 and %d, got %d", MaxStepsLimit, c.MaxSteps)
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tools {
+		if !tool.ValidName(t.Name) {
+			return errcode.New(errcode.Invalid, "run_config.tools[%d].name must be 1 to 64 letters, digits, _ or -, got %q", i, t.Name)
+		}
+		if seen[t.Name] {
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: %q is named twice", i, t.Name)
+		}
+		seen[t.Name] = true
+		if !t.Client && (t.Description != "" || t.Parameters != nil) {
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: a server tool is named only; a client tool needs \"client\": true", i)
+		}
+		if t.Client && t.Parameters != nil && !isJSONObject(t.Parameters) {
+			return errcode.New(errcode.Invalid, "run_config.tools[%d].parameters must be a JSON Schema object", i)
+		}
+	}
+	return nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// checkTools checks run_config.tools against the server's tools: every
+// server tool it names exists, and no client tool takes a server tool's
+// name. invalid_request names the entry.
+func (s *Service) checkTools(c RunConfig) error {
+	server := map[string]bool{}
+	if s.cfg.Tools != nil {
+		for _, sp := range s.cfg.Tools.Specs() {
+			server[sp.Name] = true
+		}
+	}
+	for i, t := range c.Tools {
+		switch {
+		case t.Client && server[t.Name]:
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: client tool %q has a server tool's name", i, t.Name)
+		case t.Client:
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: client tools are not supported yet", i)
+		case !server[t.Name]:
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: there is no server tool %q (GET /api/v1/tools lists them)", i, t.Name)
+		}
+	}
+	return nil
 }

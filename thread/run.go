@@ -44,6 +44,9 @@ func (r *RunRequest) Validate() error {
 	if r.Config.Temperature != nil && (*r.Config.Temperature < 0 || *r.Config.Temperature > 2) {
 		return errcode.New(errcode.Invalid, "run_config.temperature must be between 0 and 2")
 	}
+	if err := r.Config.validateAgent(); err != nil {
+		return err
+	}
 	if bytes.Contains(r.Config.Custom, []byte(`\u0000`)) {
 		// jsonb holds no U+0000; a client's own data is refused, not changed.
 		return errcode.New(errcode.Invalid, "run_config.custom must not contain \\u0000")
@@ -206,6 +209,9 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		return nil, false, err
 	}
 	req.clean()
+	if err := s.checkTools(req.Config); err != nil {
+		return nil, false, err
+	}
 	if err := s.limitCallerRuns(caller); err != nil {
 		return nil, false, err
 	}

@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,13 +80,43 @@ type RunConfig struct {
 	Tools []RunTool `json:"tools,omitempty"`
 }
 
-// RunTool is one entry of run_config.tools: a server tool by name, or a
-// client tool the caller declares, which the service never runs.
+// RunTool is one entry of run_config.tools: a server tool by name (a
+// string, or an object with only "name"), or a client tool the caller
+// declares, {"name","description","parameters","client":true}, which the
+// service never runs.
 type RunTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Client      bool            `json:"client,omitempty"`
+}
+
+// UnmarshalJSON reads a tool name or a tool object; an object's unknown
+// fields are refused.
+func (t *RunTool) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		*t = RunTool{}
+		return json.Unmarshal(b, &t.Name)
+	}
+	type plain RunTool
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*t = RunTool(p)
+	return nil
+}
+
+// MarshalJSON writes a server tool as its name, a client tool whole.
+func (t RunTool) MarshalJSON() ([]byte, error) {
+	if !t.Client && t.Description == "" && t.Parameters == nil {
+		return json.Marshal(t.Name)
+	}
+	type plain RunTool
+	return json.Marshal(plain(t))
 }
 
 // Usage is what the provider reported.

@@ -337,6 +337,9 @@ type Program struct {
 	notifier *store.Notifier
 }
 
+// The tool registry is what agent runs call.
+var _ thread.Tools = (*tool.Registry)(nil)
+
 // Start migrates, connects and starts serving; Addr tells where.
 func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) {
 	var lvl slog.Level
@@ -390,6 +393,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
+		Tools:       tools,
 		Limits: thread.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			InlineBytes: int64(offIfZero(int(cfg.MaxInlineBytes)))},
 		OnPublish: func(d time.Duration, n int) {
