@@ -10,3 +10,6 @@ func PendingEnds(s *Service) int { return s.ends.waiting() }
 
 // Forget drops the thread's cached tree, so the next read is cold.
 func Forget(s *Service, id uuid.UUID) { s.forget(id) }
+
+// RelayReaders is how many runs of other processes have a reader here.
+func RelayReaders(s *Service) int { return s.relay.readerCount() }

@@ -343,6 +343,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		model = failingModel{err: err}
 	}
 	in := RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}
+	in.Run.first = nil // this process's subscription: a store that keeps the value (threadtest) must not hand it out
 	if create {
 		in.Create = th
 	}
@@ -1144,6 +1145,7 @@ func (s *Service) Shutdown(ctx context.Context) {
 	s.commits.Stop()
 	s.starts.Stop()
 	s.ends.Stop()
+	s.relay.Stop()
 }
 
 // Draining reports whether Shutdown was called: new runs are refused.

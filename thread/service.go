@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -56,6 +55,10 @@ type Config struct {
 	// Wakeups, when set, brings other processes' writes here within
 	// milliseconds (see Watch); nil: followers poll (wake.go).
 	Wakeups Wakeups
+	// RelayBuffer is how many batches a follower of another process's run
+	// may fall behind that run's reader in this process before it is
+	// dropped and reads the log itself (1024; relay.go).
+	RelayBuffer int
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
@@ -67,6 +70,7 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	commits *committer
+	relay   *relay
 	starts  *batcher[startReq]
 	ends    *batcher[RunFinish]
 
@@ -118,17 +122,22 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = max(2*time.Second, cfg.RetryMin)
 	}
+	if cfg.RelayBuffer <= 0 {
+		cfg.RelayBuffer = 1024
+	}
 	cfg.Limits.defaults()
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.commits = newCommitter(s)
+	s.relay = newRelay(s, cfg.RelayBuffer)
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
 	// Shutdown stops them once the runs have ended.
 	s.commits.Start()
 	s.starts.Start()
 	s.ends.Start()
+	s.relay.Start()
 	return s
 }
 
@@ -564,202 +573,4 @@ func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uui
 // GetRun), saving the look-ups.
 func (s *Service) FollowRun(ctx context.Context, caller string, r *Run, after int64, fn func(ev Event, more bool) error) error {
 	return s.follow(ctx, caller, r, after, fn)
-}
-
-func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64, fn func(Event, bool) error) error {
-	last := after
-	var tree *checkpoint.Tree
-	emit := func(ev Event, more bool) (bool, error) {
-		if ev.Sequence <= last {
-			return false, nil
-		}
-		last = ev.Sequence
-		final := ev.Final()
-		return final, fn(ev, more && !final)
-	}
-	// catchUp replays the log after last; it reports whether the run ended.
-	catchUp := func() (bool, error) {
-		recs, local, err := s.logged(ctx, r.ID, last)
-		if err != nil {
-			return false, err
-		}
-		if len(recs) == 0 && local != logStored {
-			return local == logEnded, nil
-		}
-		if len(recs) == 0 {
-			// Nothing after last: either the run goes on, or it ended at or
-			// before last (a rejoin after the final event). The final event
-			// and the run's status commit together, so read the status
-			// first and the log again.
-			cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
-			if err != nil || !cur.Status.Done() {
-				return false, err
-			}
-			if recs, err = s.store.RunEventsAfter(ctx, r.ID, last); err != nil || len(recs) == 0 {
-				return err == nil, err
-			}
-		}
-		// fold is the running message before each record: a running
-		// snapshot (the first event, and one after each agent step) shows
-		// it, so the earlier records are folded first when there is one.
-		var fold turn
-		if recs[0].Seq > 1 && hasRunningSnapshot(recs) {
-			prior, _, err := s.logged(ctx, r.ID, 0)
-			if err != nil {
-				return false, err
-			}
-			for i := range prior[:recs[0].Seq-1] {
-				fold.add(&prior[i])
-			}
-		}
-		for i, rec := range recs {
-			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
-				// The tree is append-only, so a cached one that reaches the
-				// record's TreeSeq is exact (the caller was checked before
-				// follow); only a miss costs a round trip.
-				s.mu.Lock()
-				cached := s.trees[r.ThreadID]
-				s.mu.Unlock()
-				if cached != nil && cached.LastSeq() >= rec.TreeSeq {
-					tree = cached
-				}
-			}
-			if rec.Kind == KindSnapshot && (tree == nil || tree.LastSeq() < rec.TreeSeq) {
-				th2, err := s.store.ThreadGet(ctx, caller, r.ThreadID)
-				if err != nil {
-					return false, err
-				}
-				if tree, err = s.tree(ctx, th2); err != nil {
-					return false, err
-				}
-			}
-			var running []checkpoint.Part
-			if rec.Kind == KindSnapshot && !rec.Status.Done() {
-				running = fold.content()
-			}
-			ev := s.event(r, rec, tree, running)
-			fold.add(&recs[i])
-			done, err := emit(ev, i < len(recs)-1)
-			if err != nil || done {
-				return done, err
-			}
-		}
-		return false, nil
-	}
-	wake := s.wakeRun(r.ID) // before the first read: a commit after it wakes us
-	defer wake.Close()
-	retry := s.cfg.RetryMin
-	for {
-		var sub stream.Subscription[Event]
-		if last == 0 {
-			sub = r.first.claim()
-		}
-		if sub == nil {
-			sub = s.hub.Subscribe(r.ID)
-			done, err := catchUp()
-			if err != nil && unavailable(err) && ctx.Err() == nil {
-				// The database is away for a while: the stream waits for
-				// it rather than ending without its final snapshot.
-				sub.Close()
-				if err := s.pause(ctx, wake, retry); err != nil {
-					return err
-				}
-				retry = min(2*retry, s.cfg.RetryMax)
-				continue
-			}
-			if err != nil || done {
-				sub.Close()
-				return err
-			}
-			retry = s.cfg.RetryMin
-		}
-		// idle breaks off after one to two quiet seconds. A batch only marks
-		// the stream active: stopping and resetting the timer on every token
-		// cost two timer-heap updates per token.
-		idle := time.NewTimer(s.pollEvery())
-		active := false
-	live:
-		for {
-			select {
-			case <-ctx.Done():
-				sub.Close()
-				idle.Stop()
-				return ctx.Err()
-			case batch, ok := <-sub.C():
-				if !ok {
-					break live // lagged or ended: the log has the rest
-				}
-				active = true
-				for i, ev := range batch {
-					if ev.Sequence > last+1 {
-						sub.Close()
-						break live
-					}
-					done, err := emit(ev, i < len(batch)-1 || len(sub.C()) > 0)
-					if err != nil || done {
-						sub.Close()
-						idle.Stop()
-						return err
-					}
-				}
-			case <-wake.C():
-				sub.Close() // another process wrote: read the log
-				break live
-			case <-idle.C:
-				if active {
-					active = false
-					idle.Reset(s.pollEvery())
-					continue
-				}
-				// Quiet for a while: the run may be owned by another process
-				// or recovered; poll the log.
-				sub.Close()
-				break live
-			}
-		}
-		idle.Stop()
-	}
-}
-
-// unavailable reports whether err is the store's word for a database it
-// cannot reach (errcode.Unavailable).
-func unavailable(err error) bool {
-	e, ok := errcode.As(err)
-	return ok && e.Code == errcode.Unavailable
-}
-
-// pause waits d before a follower reads the log again, or less when a
-// wake-up comes; it returns ctx's error if ctx ends first.
-func (s *Service) pause(ctx context.Context, wake Wake, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-	case <-wake.C():
-	}
-	return nil
-}
-
-// event rebuilds a stream event from its log record.
-// running is the running message's content at a running snapshot.
-func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, running []checkpoint.Part) Event {
-	if rec.Kind != KindSnapshot {
-		return recordEvent(r, &rec)
-	}
-	snap := &Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
-	if !rec.Status.Done() {
-		snap.Running = runningNode(r, running)
-	}
-	return Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
-}
-
-func hasRunningSnapshot(recs []Record) bool {
-	for _, r := range recs {
-		if r.Kind == KindSnapshot && !r.Status.Done() {
-			return true
-		}
-	}
-	return false
 }

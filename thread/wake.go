@@ -58,8 +58,9 @@ type Change struct {
 	ID   uuid.UUID
 }
 
-// pollEvery is how long a follower of a run waits, quiet, before it reads
-// the log again: with wake-ups only a safety net.
+// pollEvery is how long a follower of a run (or, with wake-ups, the run's
+// reader in this process, relay.go) waits, quiet, before it reads the log
+// again: with wake-ups only a safety net.
 func (s *Service) pollEvery() time.Duration {
 	if s.cfg.Wakeups != nil {
 		return 2 * time.Second
@@ -77,13 +78,7 @@ func (nopWake) Close()             {}
 // this process's own (its events come through the hub) or there are no
 // wake-ups.
 func (s *Service) wakeRun(runID uuid.UUID) Wake {
-	if s.cfg.Wakeups == nil {
-		return nopWake{}
-	}
-	s.mu.Lock()
-	local := s.runs[runID] != nil
-	s.mu.Unlock()
-	if local {
+	if s.cfg.Wakeups == nil || s.local(runID) != nil {
 		return nopWake{}
 	}
 	return s.cfg.Wakeups.WakeRun(runID)
