@@ -1,47 +1,78 @@
 package replicatest
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // BenchmarkReplicas measures, with real processes on one database, what
 // issue 20 asks of replicas (run with -benchtime 1x; each iteration is the
 // whole measurement):
-//   - delivery delay: a run on replica0 streams to its starting client and
-//     to -replica.followers (100) followers on replica0 and as many on replica1; each follower's delay
-//     for a token is its arrival time minus the starting client's (all
-//     clients in this process, one clock); same_* and cross_* are p50/p99
-//     over every token of every follower;
+//   - delivery delay: for each count in -replica.followers, a run on
+//     replica0 streams to its starting client and to that many followers
+//     on replica0 (same) and as many on replica1 (cross). A token's delay
+//     at a follower is its arrival time minus its commit time, which is
+//     when a LISTEN connection of this process received the group
+//     commit's NOTIFY (Postgres sends it at commit), all on one clock;
+//     f<N>_same_* and f<N>_cross_* are p50/p99 over every token committed
+//     once every follower was live (had its first event);
 //   - cancel: from sending a cancel to replica1 until replica0's client has
 //     the cancelled snapshot (20 runs);
 //   - recovery: from kill -9 of a run's owner until a follower on another
 //     replica has the interrupted snapshot (5 kills), leases 2 minutes.
 func BenchmarkReplicas(b *testing.B) {
+	counts := followerCounts(b)
 	for range b.N {
-		same, cross := deliveryDelays(b)
-		b.ReportMetric(ms(pct(same, 50)), "same_p50_ms")
-		b.ReportMetric(ms(pct(same, 99)), "same_p99_ms")
-		b.ReportMetric(ms(pct(cross, 50)), "cross_p50_ms")
-		b.ReportMetric(ms(pct(cross, 99)), "cross_p99_ms")
+		db, rs := cluster(b, 2, "THREADLINE_BUILTIN_DELAY=20ms", "THREADLINE_BUILTIN_TOKENS=400", longLease,
+			"THREADLINE_REJOINS_PER_RUN=0", "THREADLINE_STREAMS_PER_CALLER=0")
+		commits := listenCommits(b, db)
+		for _, n := range counts {
+			same, cross := deliveryDelays(b, rs, commits, n)
+			report(b, fmt.Sprintf("f%d_same", n), same)
+			report(b, fmt.Sprintf("f%d_cross", n), cross)
+			b.Logf("%d followers per replica: same p50 %.2f p99 %.2f ms, cross p50 %.2f p99 %.2f ms (%d, %d tokens)",
+				n, ms(pct(same, 50)), ms(pct(same, 99)), ms(pct(cross, 50)), ms(pct(cross, 99)), len(same), len(cross))
+		}
 		c := cancelLatencies(b, 20)
 		b.ReportMetric(ms(pct(c, 50)), "cancel_p50_ms")
-		b.ReportMetric(ms(pct(c, 99)), "cancel_max_ms")
+		b.ReportMetric(ms(pct(c, 100)), "cancel_max_ms")
 		r := recoveryTimes(b, 5)
 		b.ReportMetric(ms(pct(r, 50)), "recovery_p50_ms")
 		b.ReportMetric(ms(pct(r, 100)), "recovery_max_ms")
 	}
 }
 
-// benchFollowers is how many followers BenchmarkReplicas puts on each replica.
-var benchFollowers = flag.Int("replica.followers", 100, "followers per replica in BenchmarkReplicas")
+func report(b *testing.B, name string, ds []time.Duration) {
+	b.ReportMetric(ms(pct(ds, 50)), name+"_p50_ms")
+	b.ReportMetric(ms(pct(ds, 99)), name+"_p99_ms")
+}
+
+// benchFollowers is how many followers BenchmarkReplicas puts on each
+// replica, one run per count.
+var benchFollowers = flag.String("replica.followers", "1,10,100", "followers per replica in BenchmarkReplicas, comma separated")
+
+func followerCounts(b *testing.B) []int {
+	var out []int
+	for _, f := range strings.Split(*benchFollowers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("-replica.followers: %q is not a count", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -55,13 +86,88 @@ func pct(ds []time.Duration, p int) time.Duration {
 	return s[max(0, min(len(s)-1, i-1))]
 }
 
-// arrivals reads a stream to its end, noting when each token arrived.
-func arrivals(s *stream) map[int64]time.Time {
+// commitLog is when each group commit of each run was announced: the
+// NOTIFY on threadline_run with "<run id>:<last seq>" that the store sends
+// with every commit while another replica is alive (migration 0010).
+type commitLog struct {
+	mu sync.Mutex
+	at map[string][]commitAt // by run id, in arrival order
+}
+
+type commitAt struct {
+	seq int64
+	t   time.Time
+}
+
+// listenCommits LISTENs on a connection of its own until the benchmark
+// ends.
+func listenCommits(b *testing.B, db string) *commitLog {
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN threadline_run"); err != nil {
+		b.Fatal(err)
+	}
+	cl := &commitLog{at: map[string][]commitAt{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			cl.add(n.Payload, time.Now())
+		}
+	}()
+	b.Cleanup(func() {
+		cancel()
+		<-done
+		_ = conn.Close(context.Background())
+	})
+	return cl
+}
+
+func (cl *commitLog) add(payload string, t time.Time) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, item := range strings.Split(payload, ",") {
+		id, seq, ok := strings.Cut(item, ":")
+		n, err := strconv.ParseInt(seq, 10, 64)
+		if ok && err == nil {
+			cl.at[id] = append(cl.at[id], commitAt{n, t})
+		}
+	}
+}
+
+// times maps each sequence of the run to when its commit was announced.
+func (cl *commitLog) times(runID string) map[int64]time.Time {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := map[int64]time.Time{}
+	var done int64
+	for _, c := range cl.at[runID] {
+		for ; done < c.seq; done++ {
+			out[done+1] = c.t
+		}
+	}
+	return out
+}
+
+// arrivals reads a stream to its end, noting when each token arrived;
+// first is called at the first event.
+func arrivals(s *stream, first func()) map[int64]time.Time {
 	at := map[int64]time.Time{}
 	for {
 		e, ok := s.next()
 		if !ok {
 			return at
+		}
+		if first != nil {
+			first()
+			first = nil
 		}
 		if e.Type == "token" {
 			at[e.Sequence] = time.Now()
@@ -69,39 +175,38 @@ func arrivals(s *stream) map[int64]time.Time {
 	}
 }
 
-func deliveryDelays(b *testing.B) (same, cross []time.Duration) {
-	_, rs := cluster(b, 2, "THREADLINE_BUILTIN_DELAY=20ms", "THREADLINE_BUILTIN_TOKENS=400", longLease,
-		"THREADLINE_REJOINS_PER_RUN=0", "THREADLINE_STREAMS_PER_CALLER=0")
+func deliveryDelays(b *testing.B, rs []*replica, commits *commitLog, followers int) (same, cross []time.Duration) {
 	tid := uuid.NewString()
 	live := startRun(b, rs[0], tid, message("", "delivery"))
-	first := live.readN(1)[0]
-	followers := *benchFollowers
+	runID := live.readN(1)[0].RunID
+	go arrivals(live, nil) // the starting client reads on
 	subs := make([]*stream, 0, 2*followers)
 	for i := range 2 * followers {
-		subs = append(subs, follow(b, rs[i%2], tid, first.RunID, 1))
+		subs = append(subs, follow(b, rs[i%2], tid, runID, 1))
 	}
-	// Tokens the starting client reads from here on went out after every
-	// follower subscribed (and the backlog it gathered meanwhile is read
-	// within the margin: their catch-up reads take a moment).
-	ready := time.Now().Add(1500 * time.Millisecond)
 	res := make([]map[int64]time.Time, len(subs))
-	var wg sync.WaitGroup
+	var wg, firsts sync.WaitGroup
 	for i, s := range subs {
 		wg.Add(1)
-		go func() { defer wg.Done(); res[i] = arrivals(s) }()
+		firsts.Add(1)
+		go func() { defer wg.Done(); res[i] = arrivals(s, firsts.Done) }()
 	}
-	ref := arrivals(live)
+	// Tokens committed from here on went out after every follower had
+	// read the log and was live.
+	firsts.Wait()
+	ready := time.Now()
 	wg.Wait()
-	for i, at := range res {
-		for seq, t := range at {
-			r, ok := ref[seq]
-			if !ok || r.Before(ready) {
-				continue // sent before every client was reading: not live delivery
+	at := commits.times(runID)
+	for i, got := range res {
+		for seq, t := range got {
+			c, ok := at[seq]
+			if !ok || c.Before(ready) {
+				continue
 			}
 			if i%2 == 0 {
-				same = append(same, t.Sub(r))
+				same = append(same, t.Sub(c))
 			} else {
-				cross = append(cross, t.Sub(r))
+				cross = append(cross, t.Sub(c))
 			}
 		}
 	}
