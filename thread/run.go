@@ -99,6 +99,10 @@ func (r *RunRequest) clean() {
 // errUnsaved is StartRun's error when the run could not be written.
 var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run could not be saved; retry the request with the same message id"}
 
+// errStartAgain says a start met another start on its thread whose
+// outcome was not known yet: StartRun tries again once it is.
+var errStartAgain = &errcode.Error{Code: errcode.Unavailable, Message: "another run was being started on this thread; retry"}
+
 // ErrShuttingDown is returned by StartRun while the service drains.
 var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
 
@@ -122,6 +126,32 @@ type activeRun struct {
 	// released says its lease is not renewed any more: it ended, lost its
 	// claim, or its end could not be written and recovery is to end it.
 	released bool
+	// started is closed once the run's start is settled, and startOK
+	// then says whether it was committed. Until then the run may never
+	// exist: a concurrent start on its thread waits before naming it.
+	started chan struct{}
+	startOK bool
+}
+
+// settle records the outcome of the run's start and wakes its waiters.
+func (a *activeRun) settle(ok bool) {
+	a.mu.Lock()
+	a.startOK = ok
+	a.mu.Unlock()
+	close(a.started)
+}
+
+// waitStart waits until the run's start is settled and reports whether
+// it was committed; ctx's error if ctx ends first.
+func (a *activeRun) waitStart(ctx context.Context) (bool, error) {
+	select {
+	case <-a.started:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.startOK, nil
 }
 
 // cancel stops the run's model with why as its final status. It reports
@@ -212,6 +242,19 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 	if err := s.checkTools(req.Config); err != nil {
 		return nil, false, err
 	}
+	// Another start on the thread whose outcome was not known is waited
+	// for, then this one goes again: a few times at most, each after a
+	// start settled.
+	for attempt := 0; ; attempt++ {
+		run, existing, err = s.startOnce(ctx, caller, threadID, req)
+		if err != errStartAgain || attempt == 3 {
+			return run, existing, err
+		}
+	}
+}
+
+// startOnce is one attempt of StartRun; errStartAgain asks for another.
+func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UUID, req RunRequest) (run *Run, existing bool, err error) {
 	if err := s.limitCallerRuns(caller); err != nil {
 		return nil, false, err
 	}
@@ -220,8 +263,14 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		return nil, false, err
 	}
 	if ar := s.localRun(caller, threadID); ar != nil {
-		// This process runs the thread's run, whose start may not even be
-		// committed yet: the thread is busy either way.
+		// This process runs the thread's run. Its start may not be
+		// committed yet, and may never be (another start on the thread
+		// won): it is named only once it exists.
+		if ok, err := ar.waitStart(ctx); err != nil {
+			return nil, false, err
+		} else if !ok {
+			return nil, false, errStartAgain
+		}
 		if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
 			if ar.user.ParentID == req.ParentID && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
 				return ar.run, true, nil
@@ -239,7 +288,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		// process appended, or deleted the thread), so it is retried
 		// from the database.
 		run, existing, err := s.startRun(ctx, caller, th, tree, req, model, modelName, false)
-		if err == nil || errcode.Of(err) == errcode.RunInProgress {
+		if err == nil || err == errStartAgain || errcode.Of(err) == errcode.RunInProgress {
 			return run, existing, err
 		}
 		s.forget(threadID)
@@ -347,11 +396,29 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	if create {
 		in.Create = th
 	}
-	started := s.launch(th, user, created, tree, model, mreq, in)
-	if err := <-started; err != nil {
+	ar, started := s.launch(th, user, created, tree, model, mreq, in)
+	err = <-started
+	if ar != nil {
+		ar.settle(err == nil)
+	}
+	if err != nil {
 		if err == ErrShuttingDown {
 			created.first.claim().Close()
 			return nil, false, err
+		}
+		if other, ok := err.(*threadBusy); ok {
+			// Another start on the thread was launched first: its outcome
+			// decides, so wait for it. Another caller's run that started
+			// makes the thread theirs; else go again.
+			created.first.claim().Close()
+			ok, err := other.ar.waitStart(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			if ok && other.ar.thread.Caller != caller {
+				return nil, false, errcode.New(errcode.NotFound, "thread %s not found", threadID)
+			}
+			return nil, false, errStartAgain
 		}
 		if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
 			// A concurrent retry with the same message id won the race.
@@ -531,13 +598,22 @@ func (f failingModel) Stream(context.Context, ModelRequest, func(string) error) 
 	return ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: errcode.Message(f.err)}
 }
 
-// launch starts the run loop in the background. The returned channel
-// says, once, whether the run's start was committed (alone, or with the
-// whole run): until then nothing of the run is written or published.
-func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate) <-chan error {
+// threadBusy is launch's refusal of a run on a thread that has one here
+// already (whose start may still fail): nothing of the run was started.
+type threadBusy struct{ ar *activeRun }
+
+func (b *threadBusy) Error() string { return "a run is being started on this thread" }
+
+// launch starts the run loop in the background and returns the run. The
+// returned channel says, once, whether the run's start was committed
+// (alone, or with the whole run): until then nothing of the run is
+// written or published. A thread with a run here already is refused
+// with a *threadBusy and a nil run, before anything starts: a thread's
+// run is named to others only once its start is settled (settle).
+func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate) (*activeRun, <-chan error) {
 	ctx, stop := context.WithCancel(context.Background())
 	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
-		log: s.commits.writer(r, firstRecord(r))}
+		log: s.commits.writer(r, firstRecord(r)), started: make(chan struct{})}
 	ar.log.lostFn = ar.lose
 	started := make(chan error, 1)
 	s.mu.Lock()
@@ -547,7 +623,13 @@ func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkp
 		s.mu.Unlock()
 		stop()
 		started <- ErrShuttingDown
-		return started
+		return nil, started
+	}
+	if other := s.byThread[r.ThreadID]; other != nil {
+		s.mu.Unlock()
+		stop()
+		started <- &threadBusy{ar: other}
+		return nil, started
 	}
 	s.runs[r.ID] = ar
 	s.byThread[r.ThreadID] = ar
@@ -563,7 +645,7 @@ func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkp
 		s.mu.Unlock()
 		s.leaveThread(r)
 	}()
-	return started
+	return ar, started
 }
 
 // presub is a run's first subscription, made before its first event, for

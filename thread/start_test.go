@@ -268,9 +268,11 @@ func TestSlowRunCommitsStartAlone(t *testing.T) {
 	}
 }
 
-// TestSecondRunWaitsForOpenStart: a second run on a thread is refused at
-// once with run_in_progress naming the first, also while the first run's
-// start is not written yet (its model runs during the linger).
+// TestSecondRunWaitsForOpenStart: a second run on a thread whose first
+// run's start is not written yet (its model runs during the linger) waits
+// until that start is settled, then is refused with run_in_progress
+// naming the first run, which by then exists: the first's start might
+// have failed, and a 409 must never name a run that never started.
 func TestSecondRunWaitsForOpenStart(t *testing.T) {
 	t.Parallel()
 	g := newGated()
@@ -290,18 +292,33 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 	if th, err := cs.Store.ThreadGet(ctx, "local", tid); errcode.Of(err) != errcode.NotFound {
 		t.Fatalf("thread while the first run lingers: got %+v (%v), want not_found (its run's write creates it)", th, err)
 	}
-	_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again")})
-	var e *errcode.Error
-	if !errors.As(err, &e) || e.Code != errcode.RunInProgress {
-		t.Fatalf("second StartRun: got %v, want run_in_progress", err)
+	type refusal struct {
+		err    error
+		stored error // RunGet of the run it names, as it returned
 	}
+	second := make(chan refusal, 1)
+	go func() {
+		_, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("again")})
+		var e *errcode.Error
+		if !errors.As(err, &e) || e.Code != errcode.RunInProgress {
+			second <- refusal{err: err}
+			return
+		}
+		_, stored := cs.Store.RunGet(ctx, tid, e.RunID)
+		second <- refusal{err: err, stored: stored}
+	}()
 	close(g.release)
 	res := <-first
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if e.RunID != res.r.ID {
-		t.Fatalf("second StartRun named run %v, want %s", e.RunID, res.r.ID)
+	ref := <-second
+	var e *errcode.Error
+	if !errors.As(ref.err, &e) || e.Code != errcode.RunInProgress {
+		t.Fatalf("second StartRun: got %v, want run_in_progress", ref.err)
+	}
+	if e.RunID != res.r.ID || ref.stored != nil {
+		t.Fatalf("second StartRun named run %v (stored when named: %v), want %s, stored", e.RunID, ref.stored, res.r.ID)
 	}
 	if evs, err := follow(t, svc, res.r); err != nil {
 		t.Fatal(err)
