@@ -86,6 +86,10 @@ type Config struct {
 	RejoinsPerRun    int
 	// Tools, when set, is what GET /api/v1/tools lists (no tools when nil).
 	Tools ToolLister
+	// StreamsPerProcess is how many NDJSON streams this process may have
+	// open at once, of all callers (4,096); over it: 503 unavailable with
+	// Retry-After. Negative: off.
+	StreamsPerProcess int
 }
 
 // Server is the HTTP API.
@@ -159,6 +163,9 @@ func New(svc *thread.Service, cfg Config) *Server {
 	}
 	if cfg.StreamsPerCaller == 0 {
 		cfg.StreamsPerCaller = 256
+	}
+	if cfg.StreamsPerProcess == 0 {
+		cfg.StreamsPerProcess = 4096
 	}
 	if cfg.RejoinsPerRun == 0 {
 		cfg.RejoinsPerRun = 64

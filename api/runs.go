@@ -110,7 +110,7 @@ func (s *Server) startRun(c echo.Context) error {
 		}
 		req.Message = um
 	}
-	release, err := s.streams.acquire(caller(c), uuid.Nil, s.cfg.StreamsPerCaller, s.cfg.RejoinsPerRun)
+	release, err := s.streams.acquire(caller(c), uuid.Nil, s.streamLimits())
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) rejoinRun(c echo.Context) error {
 			return errcode.New(errcode.Invalid, "after must be a whole number >= 0, got %q", v)
 		}
 	}
-	release, err := s.streams.acquire(caller(c), runID, s.cfg.StreamsPerCaller, s.cfg.RejoinsPerRun)
+	release, err := s.streams.acquire(caller(c), runID, s.streamLimits())
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,10 @@ type Limits struct {
 	// on_disconnect "continue" a run outlives its stream, so the HTTP
 	// layer's cap on streams does not bound runs.
 	RunsPerCaller int
+	// RunsPerProcess is how many runs this process may have in progress
+	// at once, of all callers (4,096); more are refused with unavailable
+	// (another replica, or this one later, may take them).
+	RunsPerProcess int
 	// MessagesPerThread is how many messages a thread may hold (10,000);
 	// a run that would go over is refused with too_large.
 	MessagesPerThread int
@@ -28,6 +32,9 @@ func (l *Limits) defaults() {
 	if l.RunsPerCaller == 0 {
 		l.RunsPerCaller = 64
 	}
+	if l.RunsPerProcess == 0 {
+		l.RunsPerProcess = 4096
+	}
 	if l.MessagesPerThread == 0 {
 		l.MessagesPerThread = 10000
 	}
@@ -36,23 +43,27 @@ func (l *Limits) defaults() {
 	}
 }
 
-// limitCallerRuns refuses a run to a caller who has RunsPerCaller in
-// progress here already. It is checked at the start, so starts that race
-// may pass it together: it bounds the count, not to the run.
+// limitCallerRuns refuses a run when this process has RunsPerProcess in
+// progress (unavailable: retry later or elsewhere), or the caller has
+// RunsPerCaller here (rate_limited). It is checked at the start, so
+// starts that race may pass it together: it bounds the count, not to the
+// run.
 func (s *Service) limitCallerRuns(caller string) error {
-	max := s.cfg.Limits.RunsPerCaller
-	if max < 0 {
-		return nil
-	}
+	max, all := s.cfg.Limits.RunsPerCaller, s.cfg.Limits.RunsPerProcess
 	s.mu.Lock()
-	n := 0
-	for _, ar := range s.runs {
-		if ar.thread.Caller == caller {
-			n++
+	total, n := len(s.runs), 0
+	if max >= 0 {
+		for _, ar := range s.runs {
+			if ar.thread.Caller == caller {
+				n++
+			}
 		}
 	}
 	s.mu.Unlock()
-	if n >= max {
+	if all >= 0 && total >= all {
+		return errcode.New(errcode.Unavailable, "this process has %d runs in progress; its limit is %d: retry later", total, all)
+	}
+	if max >= 0 && n >= max {
 		return errcode.New(errcode.RateLimited, "%d runs are in progress for this caller; the limit is %d: wait for one to end", n, max)
 	}
 	return nil
