@@ -1,0 +1,94 @@
+// Agent turns in the app (API.md, "Agent runs"), with the built-in demo model
+// (builtin:demo, deterministic and offline): a tool call with its result in
+// the reply, a plan as a checklist, a reload during a tool call, and
+// regenerate of an agent turn.
+
+import assert from "node:assert/strict";
+import { browserSuite, keepScreenshot } from "./harness.mjs";
+import { assistantMessages, norm, openNewChat, poll, send, waitIdle } from "./helpers.mjs";
+
+const DEMO = "builtin:demo";
+
+/** Picks the demo model for this browser's runs (the picker's own storage). */
+async function useDemo(page) {
+  await page.evaluate((m) => window.localStorage.setItem("threadline:model", m), DEMO);
+}
+
+const toolCall = (page, tool) => assistantMessages(page).last().locator(`[data-testid=tool-call][data-tool=${tool}]`);
+
+browserSuite(import.meta.filename ?? import.meta.url, (test) => {
+  test("a tool call: calculator's arguments and result inside the one reply that answers", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "what is 12*7?");
+    const call = toolCall(page, "calculator");
+    await call.waitFor();
+    await poll(async () => (await call.getAttribute("data-state")) === "done", { message: "the call answered" });
+    await waitIdle(page);
+    assert.equal(await assistantMessages(page).count(), 1, "one assistant message for the whole turn");
+    await call.locator("summary").click();
+    assert.match(norm(await call.locator(".tool-args").innerText()), /"expression"\s*:\s*"12\*7"/);
+    assert.equal(norm(await call.getByTestId("tool-result").innerText()), "84");
+    assert.match(norm(await assistantMessages(page).last().innerText()), /84/);
+    await keepScreenshot(page, "agent-tool-call");
+
+    // The stored turn is the same after a reload.
+    const snap = await ctx.snapshot(threadId);
+    const parts = snap.messages.at(-1).content;
+    const stored = parts.find((p) => p.type === "tool-call");
+    assert.ok(stored, `a stored tool-call part, got ${JSON.stringify(parts)}`);
+    assert.equal(stored.result, 84);
+    await page.reload();
+    await toolCall(page, "calculator").waitFor();
+    assert.equal(await toolCall(page, "calculator").getAttribute("data-state"), "done");
+  });
+
+  test("a plan: a checklist whose tasks tick as they finish", async ({ page, ctx }) => {
+    await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "make a plan to repaint the kitchen");
+    const plan = assistantMessages(page).last().getByTestId("plan");
+    await plan.waitFor();
+    await waitIdle(page);
+    const items = plan.locator("li");
+    assert.ok((await items.count()) >= 2, `tasks in the plan, got ${await items.count()}`);
+    assert.equal(await plan.locator("li[data-done=false]").count(), 0, "every task ticked at the end");
+    assert.equal(await assistantMessages(page).last().getByTestId("plan").count(), 1, "the plan shown once");
+    await keepScreenshot(page, "agent-plan");
+  });
+
+  test("a reload during a tool call rejoins it and sees it finish", async ({ page, ctx }) => {
+    await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "please wait 3 seconds");
+    const call = toolCall(page, "wait");
+    await call.waitFor();
+    assert.equal(await call.getAttribute("data-state"), "running");
+    await page.reload();
+    const again = toolCall(page, "wait");
+    await again.waitFor();
+    await poll(async () => (await again.getAttribute("data-state")) === "done", { message: "the wait answered after the reload" });
+    await waitIdle(page);
+  });
+
+  test("regenerate an agent turn: two sibling turns and the branch picker", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "what is 6*7?");
+    await poll(async () => (await toolCall(page, "calculator").getAttribute("data-state")) === "done", { message: "the first turn" });
+    await waitIdle(page);
+    const reply = assistantMessages(page).last();
+    await reply.getByRole("button", { name: "Regenerate" }).click();
+    const count = reply.getByTestId("branch-count");
+    await poll(async () => norm(await count.innerText()) === "2 / 2", { message: "2 / 2 on the reply" });
+    await waitIdle(page);
+    await poll(async () => (await toolCall(page, "calculator").getAttribute("data-state")) === "done", { message: "the second turn's call" });
+    const snap = await ctx.snapshot(threadId);
+    const user = snap.messages[0].id;
+    const turns = snap.messageRepository.messages.filter((m) => m.parentId === user);
+    assert.equal(turns.length, 2, "two sibling turns under the question");
+    for (const t of turns) {
+      assert.ok(t.message.content.some((p) => p.type === "tool-call" && p.result === 42), "each turn has its answered call");
+    }
+  });
+});
