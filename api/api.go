@@ -90,6 +90,8 @@ type Config struct {
 	// open at once, of all callers (4,096); over it: 503 unavailable with
 	// Retry-After. Negative: off.
 	StreamsPerProcess int
+	// Raw, when set, serves GET …/runs/{run_id}/raw.
+	Raw RawStore
 }
 
 // Server is the HTTP API.
@@ -241,6 +243,9 @@ func New(svc *thread.Service, cfg Config) *Server {
 	v1.GET("/threads/:thread_id/runs/:run_id/stream", s.rejoinRun, mw...)
 	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun, mw...)
 	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
+	if cfg.Raw != nil {
+		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
+	}
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	if cfg.Attachments != nil {

@@ -29,7 +29,8 @@ type env struct {
 	url   string
 	store *store.Store
 	svc   *thread.Service
-	key   string // bearer key sent by do, if any
+	key   string            // bearer key sent by do, if any
+	raw   *thread.RawWriter // with the raw option: the service's RawSink
 }
 
 type options struct {
@@ -44,6 +45,7 @@ type options struct {
 	wrap      func(*store.Store) thread.Store
 	api       func(*api.Config)    // changes the API's settings
 	service   func(*thread.Config) // changes the service's settings
+	raw       bool                 // keep raw records (env.raw)
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -73,8 +75,14 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if o.service != nil {
 		o.service(&tcfg)
 	}
+	var raw *thread.RawWriter
+	if o.raw {
+		raw = thread.NewRawWriter(st, nil)
+		raw.Start()
+		tcfg.Raw = raw
+	}
 	svc := thread.New(ts, stream.New[thread.Event](256), models, st, tcfg)
-	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping}
+	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping, Raw: st}
 	if o.api != nil {
 		o.api(&acfg)
 	}
@@ -88,10 +96,13 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
 		svc.Shutdown(sctx)
+		if raw != nil {
+			raw.Stop()
+		}
 		cancel()
 		<-done
 	})
-	return &env{t: t, url: hs.URL, store: st, svc: svc}
+	return &env{t: t, url: hs.URL, store: st, svc: svc, raw: raw}
 }
 
 func withDelay(d time.Duration) func(*options)    { return func(o *options) { o.delay = d } }

@@ -59,7 +59,7 @@ func TestOutageEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
-	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping})
+	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	e := &env{t: t, url: hs.URL}
@@ -98,6 +98,7 @@ func outageRoutes(tid, rid string) []route {
 		{"GET", th + "/runs/" + rid + "/stream", nil, nil},
 		{"POST", th + "/runs/" + rid + "/cancel", nil, nil},
 		{"GET", th + "/runs/" + rid, nil, nil},
+		{"GET", th + "/runs/" + rid + "/raw", nil, nil},
 		{"POST", "/api/v1/attachments", mp, []string{"Content-Type", "multipart/form-data; boundary=B"}},
 		{"GET", "/api/v1/attachments/" + rid, nil, nil},
 	}
@@ -180,7 +181,7 @@ func TestOutageRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
-	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping}))
+	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st}))
 	t.Cleanup(hs.Close)
 	e := &env{t: t, url: hs.URL}
 	tid := newID()

@@ -36,6 +36,8 @@ type Store struct {
 	// peers says another live process shares the database (Notifier):
 	// only then does the group commit send wake-ups.
 	peers atomic.Bool
+	// rawMax caps one run's raw records (SetRawMaxBytes).
+	rawMax int64
 }
 
 // logSpillAfter is Store.spillAfter's value: runs shorter than this are

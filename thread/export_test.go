@@ -1,6 +1,10 @@
 package thread
 
-import "github.com/google/uuid"
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // PendingStarts is how many starts wait for the starts batcher's next write.
 func PendingStarts(s *Service) int { return s.starts.waiting() }
@@ -13,3 +17,9 @@ func Forget(s *Service, id uuid.UUID) { s.forget(id) }
 
 // RelayReaders is how many runs of other processes have a reader here.
 func RelayReaders(s *Service) int { return s.relay.readerCount() }
+
+// TuneRawWriter sets w's flush interval, its bound on queued bytes and
+// how many failed writes of a run it tries; call it before Start.
+func TuneRawWriter(w *RawWriter, every time.Duration, max, misses int) {
+	w.every, w.max, w.misses = every, max, misses
+}

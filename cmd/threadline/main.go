@@ -102,8 +102,10 @@ type Config struct {
 	// only); MCPConnectTimeout bounds connecting to them at start.
 	MCPConfig         string
 	MCPConnectTimeout time.Duration
-	CPUProfile        string
-	Getenv            func(string) string
+	// RawMaxBytes caps one run's raw records (0: none are kept).
+	RawMaxBytes int64
+	CPUProfile  string
+	Getenv      func(string) string
 	// HTTP server limits: see parseConfig for what each bounds.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -240,6 +242,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
 	e.str(&cfg.MCPConfig, "mcp-config", "THREADLINE_MCP_CONFIG", "", "JSON file naming MCP servers whose tools runs may call (empty: built-in tools only)")
 	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
+	e.num(&cfg.RawMaxBytes, "raw-max-bytes", "THREADLINE_RAW_MAX_BYTES", store.DefaultRawMaxBytes, "bytes of raw records (provider chunks, tool input and output) kept per run, for GET …/runs/{run_id}/raw (0: none kept)")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -331,7 +334,8 @@ type Program struct {
 	svc     *thread.Service
 	models  *model.Registry
 	tools   *tool.Registry
-	mcp     *mcp.Servers // nil without an MCP config
+	mcp     *mcp.Servers      // nil without an MCP config
+	raw     *thread.RawWriter // nil when no raw records are kept
 	http    *http.Server
 	ln      net.Listener
 	stopBG  context.CancelFunc
@@ -358,6 +362,15 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	st, err := store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns))
 	if err != nil {
 		return nil, err
+	}
+	// Raw records go through a writer of their own, off the model loop;
+	// Close stops it after the runs.
+	var raw thread.RawSink // nil: no raw records kept
+	var rawW *thread.RawWriter
+	if cfg.RawMaxBytes > 0 {
+		st.SetRawMaxBytes(cfg.RawMaxBytes)
+		rawW = thread.NewRawWriter(st, log)
+		raw = rawW
 	}
 	models, err := model.NewRegistry(cfg.Getenv)
 	if err != nil {
@@ -394,6 +407,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	svc := thread.New(st, hub, models, st, thread.Config{
 		Owner:       owner,
 		Wakeups:     notifier,
+		Raw:         raw,
 		Lease:       cfg.RunLease,
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
@@ -420,7 +434,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
-		Tools: tools,
+		Tools: tools, Raw: st,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -443,6 +457,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 			st.Close()
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
+	}
+	if rawW != nil {
+		rawW.Start() // before the first run: nothing appends earlier
+		p.raw = rawW
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopBG = stop
@@ -514,6 +532,9 @@ func (p *Program) Close() error {
 	p.svc.Shutdown(ctx) // runs finish or are cancelled; their streams end
 	p.models.Stop()     // no run paces tokens any more
 	closeMCP(p.mcp)     // no run calls a tool any more; stdio servers stop
+	if p.raw != nil {
+		p.raw.Stop() // the runs' last raw records are written
+	}
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer hcancel()
 	err := p.http.Shutdown(hctx)
