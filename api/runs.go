@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -233,6 +234,12 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	}
 	if err != nil && !started {
 		return err
+	}
+	if errors.Is(err, thread.ErrShuttingDown) {
+		// A run of another process outlives this one: the client rejoins
+		// it elsewhere.
+		s.log.Info("stream ended by shutdown; the client rejoins elsewhere", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID))
+		return nil
 	}
 	if err != nil {
 		// Headers are sent; the client sees the stream end early and rejoins.

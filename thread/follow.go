@@ -26,7 +26,7 @@ type follower struct {
 // pause waits f.retry (longer each time) before the follower reads the log
 // again while the database is away, or less when a wake-up comes (the
 // notifier's reconnect wakes every waiter); it returns ctx's error if ctx
-// ends first.
+// ends first, and ErrShuttingDown once the service has drained.
 func (f *follower) pause() error {
 	if f.wake == nil {
 		f.wake = f.s.wakeRun(f.r.ID)
@@ -37,10 +37,25 @@ func (f *follower) pause() error {
 	select {
 	case <-f.ctx.Done():
 		return f.ctx.Err()
+	case <-f.s.drained:
+		return ErrShuttingDown
 	case <-t.C:
 	case <-f.wake.C():
 	}
 	return nil
+}
+
+// drain ends the follower once Shutdown has ended this process's runs: a
+// last read of the log delivers whatever ended meanwhile, up to the final
+// snapshot; a run that goes on in another process is left to the client,
+// which rejoins elsewhere after the last sequence it read
+// (ErrShuttingDown). Holding such a stream open would hold the shutdown.
+func (f *follower) drain() (bool, error) {
+	done, err := f.catchUp()
+	if err != nil || done {
+		return done, err
+	}
+	return false, ErrShuttingDown
 }
 
 func (f *follower) closeWake() {
@@ -172,6 +187,8 @@ func (f *follower) live(sub stream.Subscription[Event], poll time.Duration) (boo
 		select {
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
+		case <-f.s.drained:
+			return f.drain()
 		case batch, ok := <-sub.C():
 			if !ok {
 				return false, nil // lagged or ended: the log has the rest

@@ -2,6 +2,7 @@ package thread_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,4 +136,46 @@ func TestResetReadsLostCancel(t *testing.T) {
 	if last := got[len(got)-1]; !last.Final() || last.Snapshot.RunStatus != thread.RunCancelled || finalText(last, r.MessageID) != "before" {
 		t.Fatalf("end: got %+v, want cancelled with %q", last, "before")
 	}
+}
+
+// TestShutdownEndsForeignFollowers: once Shutdown has ended this
+// process's runs, a follower of another process's run that goes on ends
+// with ErrShuttingDown (the client rejoins elsewhere) instead of holding
+// the shutdown; what it got is the stored log's beginning.
+func TestShutdownEndsForeignFollowers(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	svc, st, _ := fakeSetup(t, m, thread.Config{})
+	tid, r := startOn(t, svc)
+	own, ownDone := live(svc, r)
+	next(t, own)
+	other := thread.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, thread.Config{})
+	followed := make(chan thread.Event, 1024)
+	followDone := make(chan error, 1)
+	go func() {
+		defer close(followed)
+		followDone <- other.Follow(context.Background(), "local", tid, r.ID, 0, func(ev thread.Event, _ bool) error {
+			followed <- ev
+			return nil
+		})
+	}()
+	first := next(t, followed)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	other.Shutdown(ctx)
+	select {
+	case err := <-followDone:
+		if !errors.Is(err, thread.ErrShuttingDown) {
+			t.Fatalf("the follower after Shutdown: got %v, want ErrShuttingDown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follower of another process's run is still open 30 s after Shutdown")
+	}
+	got := []thread.Event{first}
+	for ev := range followed {
+		got = append(got, ev)
+	}
+	close(m.toks)
+	rest(t, own, ownDone)
+	sameEvents(t, "the ended follower against the stored log", got, replay(t, st, tid, r.ID)[:len(got)])
 }

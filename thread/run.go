@@ -103,7 +103,8 @@ var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run cou
 // outcome was not known yet: StartRun tries again once it is.
 var errStartAgain = &errcode.Error{Code: errcode.Unavailable, Message: "another run was being started on this thread; retry"}
 
-// ErrShuttingDown is returned by StartRun while the service drains.
+// ErrShuttingDown is returned by StartRun while the service drains, and
+// by Follow for a run of another process once the service has drained.
 var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
 
 // activeRun is a run this process owns.
@@ -1206,7 +1207,9 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 
 // Shutdown stops new runs, lets running ones finish until ctx ends, then
 // cancels the rest (and any title call) and waits for their final writes,
-// which are no longer retried then, and stops the engine's goroutines.
+// which are no longer retried then, ends the followers of other
+// processes' runs (their streams end with ErrShuttingDown, to be rejoined
+// elsewhere), and stops the engine's goroutines.
 func (s *Service) Shutdown(ctx context.Context) {
 	s.mu.Lock()
 	s.closing = true
@@ -1224,6 +1227,7 @@ func (s *Service) Shutdown(ctx context.Context) {
 		s.mu.Unlock()
 		<-done
 	}
+	s.drainOnce.Do(func() { close(s.drained) })
 	s.commits.Stop()
 	s.starts.Stop()
 	s.ends.Stop()

@@ -78,6 +78,10 @@ type Service struct {
 	// failed end writes are no longer retried.
 	abandonCtx context.Context
 	abandonNow context.CancelFunc
+	// drained closes once Shutdown has ended every run of this process:
+	// followers still open then follow other processes' runs, and end.
+	drained   chan struct{}
+	drainOnce sync.Once
 
 	mu       sync.Mutex
 	trees    map[uuid.UUID]*checkpoint.Tree
@@ -129,6 +133,7 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
 		trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string), runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
+	s.drained = make(chan struct{})
 	s.commits = newCommitter(s)
 	s.relay = newRelay(s, cfg.RelayBuffer)
 	s.starts = newStarts(store)

@@ -2,6 +2,7 @@ package replicatest
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -282,4 +283,159 @@ func TestStalledOwnerFenced(t *testing.T) {
 	}
 	// The owner, running again, takes a run on the thread too.
 	f.takesNewRun(t, owner, next)
+}
+
+// cancelRun asks r to cancel f's run, again while it answers 503 (the
+// database is not back yet), for at most faultBound.
+func cancelRun(t *testing.T, r *replica, f *faultRun) {
+	t.Helper()
+	if err := tryCancel(r, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryCancel is cancelRun for any goroutine: it returns what went wrong.
+func tryCancel(r *replica, f *faultRun) error {
+	deadline := time.Now().Add(faultBound)
+	for {
+		resp, err := client.Post(r.url("/threads/"+f.tid+"/runs/"+f.runID+"/cancel"), "application/json", nil)
+		if err != nil {
+			return fmt.Errorf("cancel of %s on %s: %v", f.runID, r.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusAccepted {
+			return nil
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return fmt.Errorf("cancel of %s on %s: %d %s, want 202", f.runID, r.name, resp.StatusCode, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSIGTERMWithStreams sends SIGTERM to a replica with streams in
+// flight: runs it owns that outlive its grace end cancelled, with their
+// final snapshot on the owner's clients and on followers on another
+// replica, and it exits cleanly soon after its grace. A client following
+// on it a run another replica owns has its stream ended at the grace (it
+// used to hold the shutdown until the HTTP server's own timeout, which
+// failed the exit); it rejoins on the owner from the last event it read
+// and misses nothing.
+func TestSIGTERMWithStreams(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
+	const grace = time.Second
+	owner := startReplica(t, "replica0", db, append(env, "THREADLINE_SHUTDOWN_GRACE="+grace.String())...)
+	other := startReplica(t, "replica1", db, env...)
+	var runs []*faultRun
+	for i := range 3 {
+		runs = append(runs, startFaultRun(t, owner, other, fmt.Sprintf("drain run %d", i), 3))
+	}
+	foreign := startFaultRun(t, other, owner, "followed on the draining replica", 3)
+	sent := time.Now()
+	owner.signal(syscall.SIGTERM)
+	waitFor(t, owner.done, owner.name+" after SIGTERM")
+	took := time.Since(sent)
+	t.Logf("%s exited %v after SIGTERM (grace %v): %v", owner.name, took, grace, owner.err)
+	if owner.err != nil {
+		t.Fatalf("%s exit after SIGTERM: %v, want a clean exit", owner.name, owner.err)
+	}
+	// Past the grace only the runs' end writes remain. The HTTP server's
+	// shutdown waits up to 5 s for open streams, then fails the exit: a
+	// process that reached it held a stream open past its grace.
+	if bound := grace + 4*time.Second; took > bound {
+		t.Fatalf("%s exited %v after SIGTERM, want within its grace %v and its runs' end writes (bound %v)", owner.name, took, grace, bound)
+	}
+	for _, f := range runs {
+		f.wait(t)
+		f.check(t, "cancelled")
+	}
+	// The follower on the draining replica ended with it; it rejoins on
+	// the run's owner from the last event it read.
+	waitFor(t, foreign.watchDone, "the follower on the draining replica")
+	seen := foreign.watched
+	if len(seen) == 0 {
+		t.Fatal("the follower on the draining replica got no events")
+	}
+	var rest []event
+	if last := seen[len(seen)-1]; last.RunStatus == "" || last.RunStatus == "running" {
+		rejoin := followWithin(t, other, foreign.tid, foreign.runID, last.Sequence, faultBound)
+		rejoin.readN(1)
+		cancelRun(t, other, foreign)
+		rest = rejoin.rest()
+	} else {
+		t.Logf("the follower on the draining replica got the whole run (%s)", last.RunStatus)
+	}
+	waitFor(t, foreign.liveDone, "the foreign run's live stream")
+	got := append(append([]event{}, seen...), rest...)
+	checkRun(t, "the follower that rejoined", got, 1, foreign.liveEvs[len(foreign.liveEvs)-1].RunStatus)
+	sameEvents(t, "the follower that rejoined", foreign.liveEvs[1:], got[1:])
+}
+
+// TestNotifierAfterPostgresRestart: each replica's listening connection
+// (wake-ups and presence lock) comes back after Postgres was stopped for a
+// while and started again. A cancel sent to another replica the moment
+// Postgres is back, when the owner may not be listening yet, stops the
+// run; afterwards cross-replica followers get exactly the owner's events,
+// cancels in both directions stop runs at once (the leases are far too
+// long to carry them), and a replica killed with SIGKILL is found dead
+// through its presence lock, its run recovered long before its lease.
+func TestNotifierAfterPostgresRestart(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewPrivate(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
+	a := startReplica(t, "replica0", pg.URL, env...)
+	b := startReplica(t, "replica1", pg.URL, env...)
+	across := startFaultRun(t, a, b, "across the restart", 3)
+	pg.Stop()
+	time.Sleep(3 * time.Second) // the outage: the listeners' reconnect backoff grows
+	// The cancel is sent again and again while Postgres starts, so that it
+	// lands as soon as it can: most often before the owner's listening
+	// connection is back, so that its wake-up is lost and only the reset
+	// after the reconnect can tell the owner.
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- tryCancel(b, across) }()
+	pg.Start()
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
+	across.wait(t)
+	across.check(t, "cancelled")
+	if n := len(across.liveEvs); n >= 3000 {
+		t.Fatalf("run %s streamed %d events: the cancel sent as Postgres came back stopped nothing", across.runID, n)
+	}
+	a.waitLog("notifier reconnected", 1, faultBound)
+	b.waitLog("notifier reconnected", 1, faultBound)
+	for i, pair := range [][2]*replica{{a, b}, {b, a}} {
+		owner, other := pair[0], pair[1]
+		f := startFaultRun(t, owner, other, fmt.Sprintf("after the restart %d", i), 3)
+		for f.watch.n.Load() < 20 {
+			select {
+			case <-f.done:
+				t.Fatalf("run %s ended before its follower on %s got 20 events", f.runID, other.name)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		cancelRun(t, other, f)
+		f.wait(t)
+		f.check(t, "cancelled")
+		if n := len(f.liveEvs); n >= 3000 {
+			t.Fatalf("run %s streamed %d events: the cancel on %s stopped nothing", f.runID, n, other.name)
+		}
+	}
+	k := startFaultRun(t, a, b, "killed after the restart", 20)
+	a.kill9()
+	waitFor(t, k.done, "the killed replica's run")
+	got := checkRun(t, "follower of the killed replica's run", k.watched, 1, "interrupted")
+	checkErrorBeforeFinal(t, "follower of the killed replica's run", k.watched)
+	if len(k.liveEvs) > len(k.watched) {
+		t.Fatalf("the killed owner's client got %d events, the follower %d", len(k.liveEvs), len(k.watched))
+	}
+	sameEvents(t, "the killed owner's client's events in the follower's", k.liveEvs[1:], k.watched[1:len(k.liveEvs)])
+	if reply(t, got) != tokens(k.watched) {
+		t.Fatalf("recovered reply %q, want the streamed %q", reply(t, got), tokens(k.watched))
+	}
+	k.takesNewRun(t, b, got)
 }
