@@ -78,7 +78,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	e := setup(t, withVars(map[string]string{"THREADLINE_MODELS_FILE": file, "ECHO_KEY": providerKey}),
 		func(o *options) { o.keys = map[string]string{apiKey: "alice"} },
 		withAPI(func(c *api.Config) { c.Logger = logger }),
-		withService(func(c *thread.Config) { c.Logger = logger }))
+		withService(func(c *thread.Config) { c.Logger = logger }),
+		func(o *options) { o.raw = true })
 	var seen strings.Builder
 	requests := 0
 	record := func(resp *http.Response, b []byte) {
@@ -100,8 +101,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatalf("the rejected key's run: got %s, want an error event with the key redacted", b)
 	}
 	final := checkRun(t, readEvents(t, bytes.NewReader(b)))
+	e.raw.Stop() // the run's raw records, if any, are written
 	for _, path := range []string{"/api/v1/threads/" + tid + "/messages", "/api/v1/threads/" + tid + "/runs/" + final.RunID,
-		"/api/v1/threads/" + tid + "/runs/" + final.RunID + "/stream", "/api/v1/threads/" + tid + "/checkpoints", "/metrics"} {
+		"/api/v1/threads/" + tid + "/runs/" + final.RunID + "/stream", "/api/v1/threads/" + tid + "/runs/" + final.RunID + "/raw",
+		"/api/v1/threads/" + tid + "/checkpoints", "/metrics"} {
 		record(e.do("GET", path, nil))
 	}
 	out := map[string]string{"responses": seen.String(), "logs": logs.String()}
