@@ -169,33 +169,50 @@ func checkErrorBeforeFinal(t *testing.T, who string, evs []event) {
 
 // TestPostgresStopped stops Postgres for several seconds under streaming
 // runs, each followed from another replica: runs of one replica end while
-// it is down, runs of the other go on after it is back. Every run ends
-// succeeded with every streamed token in its reply, and every check of
-// faultRun.check holds; while it is down a new run is refused with 503 and
-// nothing is acknowledged.
+// it is down, runs of the other go on after it is back. While it is down a
+// new run is refused with 503 and nothing is acknowledged. Within a lease
+// every run ends succeeded with every streamed token in its reply (the
+// failed appends and end writes are retried). Past a lease (the outage
+// outlasts it), a run whose end could not be written within it is
+// released, and every run ends as one process wrote it (succeeded, or
+// interrupted by recovery after a run_interrupted error event, its owner
+// fenced); either way every check of faultRun.check holds.
 func TestPostgresStopped(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.NewPrivate(t)
-	short := startReplica(t, "replica0", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=150", longLease)
-	long := startReplica(t, "replica1", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=1000", longLease)
-	var runs []*faultRun
-	for i := range 2 {
-		runs = append(runs, startFaultRun(t, short, long, fmt.Sprintf("short run %d", i), 3))
-		runs = append(runs, startFaultRun(t, long, short, fmt.Sprintf("long run %d", i), 3))
-	}
-	pg.Stop()
-	for _, r := range []*replica{short, long} {
-		if s, code, body := tryRun(t, r, uuid.NewString(), message("", "while down")); s != nil || code != http.StatusServiceUnavailable {
-			t.Fatalf("a run on %s while Postgres is down: %d %s, want 503", r.name, code, body)
-		}
-	}
-	time.Sleep(5 * time.Second) // the outage itself
-	pg.Start()
-	for _, f := range runs {
-		f.wait(t)
-	}
-	for _, f := range runs {
-		f.check(t, "succeeded")
+	for _, tc := range []struct {
+		name, lease, want string
+	}{
+		{"within the lease", longLease, "succeeded"},
+		{"past the lease", "THREADLINE_RUN_LEASE=2s", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pg := pgtest.NewPrivate(t)
+			short := startReplica(t, "replica0", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=150", tc.lease)
+			long := startReplica(t, "replica1", pg.URL, "THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=1000", tc.lease)
+			var runs []*faultRun
+			for i := range 2 {
+				runs = append(runs, startFaultRun(t, short, long, fmt.Sprintf("short run %d", i), 3))
+				runs = append(runs, startFaultRun(t, long, short, fmt.Sprintf("long run %d", i), 3))
+			}
+			pg.Stop()
+			for _, r := range []*replica{short, long} {
+				if s, code, body := tryRun(t, r, uuid.NewString(), message("", "while down")); s != nil || code != http.StatusServiceUnavailable {
+					t.Fatalf("a run on %s while Postgres is down: %d %s, want 503", r.name, code, body)
+				}
+			}
+			time.Sleep(5 * time.Second) // the outage itself
+			pg.Start()
+			for _, f := range runs {
+				f.wait(t)
+			}
+			ended := map[string]int{}
+			for _, f := range runs {
+				f.check(t, tc.want)
+				ended[f.liveEvs[len(f.liveEvs)-1].RunStatus]++
+			}
+			t.Logf("runs ended: %v", ended)
+		})
 	}
 }
 
