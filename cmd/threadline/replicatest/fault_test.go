@@ -120,6 +120,7 @@ func (f *faultRun) check(t *testing.T, want string) event {
 		replay := followWithin(t, r, f.tid, f.runID, 1, faultBound).rest()
 		sameEvents(t, "replay on "+r.name+" of "+f.runID, f.liveEvs[1:], replay)
 	}
+	t.Logf("%q: %d events, a %d-byte reply, ended %s; its follower on %s and the replays: identical", f.text, len(f.liveEvs), len(tokens(f.liveEvs)), final.RunStatus, f.other.name)
 	return f.takesNewRun(t, f.other, final)
 }
 
