@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/store/pgtest"
@@ -87,9 +90,10 @@ func listTools(t *testing.T, addr string) []listedTool {
 // config naming a stdio server (this test binary as a child process), a
 // streamable HTTP server (httptest) and a server that cannot start: GET
 // /tools lists the built-in tools and both servers' tools, the broken
-// server is logged and left out, the registry calls the servers' tools, and
-// Close ends the sessions. A config file that does not parse stops the
-// start.
+// server is logged and left out, a demo agent run's tool call reaches GET
+// …/raw (raw records on by default), the registry calls the servers'
+// tools, and Close ends the sessions. A config file that does not parse
+// stops the start.
 func TestMCPServersAtStart(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -153,6 +157,8 @@ func TestMCPServersAtStart(t *testing.T) {
 		t.Errorf("logs: want an error line naming MCP server broken, got:\n%s", l)
 	}
 
+	checkRawRecords(t, p.Addr())
+
 	for _, name := range []string{"local__add", "remote__add"} {
 		res, err := p.Tools().Call(ctx, name, json.RawMessage(`{"a":2,"b":40}`))
 		if err != nil || res.IsError || string(res.Value) != `{"sum":42}` {
@@ -167,5 +173,57 @@ func TestMCPServersAtStart(t *testing.T) {
 	res, err := p.Tools().Call(ctx, "local__add", json.RawMessage(`{"a":1,"b":1}`))
 	if err != nil || !res.IsError || !strings.Contains(string(res.Value), "closed") {
 		t.Errorf("a call after Close: got %s isError=%v err=%v, want an isError result saying the server is closed", res.Value, res.IsError, err)
+	}
+}
+
+// checkRawRecords runs the demo agent ("what is 12*7?" calls calculator)
+// on the service at addr and waits for the run's raw records (written
+// every quarter second, off the model loop) to hold its calculator call.
+func checkRawRecords(t *testing.T, addr string) {
+	t.Helper()
+	tid := uuid.NewString()
+	body := `{"message":{"content":"what is 12*7?"},"run_config":{"model":"builtin:demo"}}`
+	resp, err := http.Post("http://"+addr+"/api/v1/threads/"+tid+"/runs/stream", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var first struct {
+		RunID string `json:"run_id"`
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(line), &first) != nil || !strings.Contains(string(b), `"tool_result"`) {
+		t.Fatalf("demo run: got %d %.300s, want a stream with a tool_result", resp.StatusCode, b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/api/v1/threads/" + tid + "/runs/" + first.RunID + "/raw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET …/raw: got %d %s, want 200", resp.StatusCode, raw)
+		}
+		if len(raw) > 0 {
+			var rec struct {
+				Source, Kind string
+				Data         struct {
+					ToolName string          `json:"tool_name"`
+					Output   json.RawMessage `json:"output"`
+				}
+			}
+			if err := json.Unmarshal(raw, &rec); err != nil || rec.Source != "tool" || rec.Kind != "call" ||
+				rec.Data.ToolName != "calculator" || string(rec.Data.Output) != "84" {
+				t.Fatalf("raw records: got %s, want the calculator call answering 84", raw)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the demo run's raw records never arrived")
+		}
+		time.Sleep(50 * time.Millisecond) // the writer's next flush
 	}
 }
