@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/store/pgtest"
@@ -134,4 +136,40 @@ func StartProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// TempDB is a database a benchmark made for itself.
+type TempDB struct {
+	Name string
+	URL  string
+	// Drop removes it (WITH (FORCE)), reporting through the progress
+	// TempDatabase was given; it never fails.
+	Drop func()
+}
+
+// TempDatabase creates a database named prefix_<pid>_<random> on the
+// cluster of admin (a URL whose user may CREATE DATABASE). Errors: the
+// connection or the CREATE failed.
+func TempDatabase(ctx context.Context, admin, prefix string, progress func(string, ...any)) (TempDB, error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return TempDB{}, fmt.Errorf("connect to %s: %w (set THREADLINE_DATABASE_URL or --database-url)", RedactURL(admin), err)
+	}
+	name := fmt.Sprintf("%s_%d_%08d", prefix, os.Getpid(), rand.IntN(1e8))
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return TempDB{}, fmt.Errorf("create database %s: %w", name, err)
+	}
+	progress("database %s created on %s", name, RedactURL(admin))
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		defer conn.Close(dctx)
+		if _, err := conn.Exec(dctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			progress("could not drop database %s: %v (drop it by hand)", name, err)
+			return
+		}
+		progress("database %s dropped", name)
+	}
+	return TempDB{Name: name, URL: pgtest.WithDatabase(admin, name), Drop: drop}, nil
 }

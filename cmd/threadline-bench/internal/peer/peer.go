@@ -36,9 +36,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -51,7 +49,6 @@ import (
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/store"
-	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -255,38 +252,26 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("bench peer: %w; set THREADLINE_DATABASE_URL (or --database-url) to a Postgres URL whose user may CREATE DATABASE", err)
 		}
 	}
-	aconn, err := pgx.Connect(ctx, admin)
+	db, err := bench.TempDatabase(ctx, admin, "tl_bench", progress)
 	if err != nil {
-		return fmt.Errorf("bench peer: connect to %s: %w (set THREADLINE_DATABASE_URL or --database-url)", bench.RedactURL(admin), err)
+		return fmt.Errorf("bench peer: %w", err)
 	}
-	defer aconn.Close(context.WithoutCancel(ctx))
-	res := &Result{ByN: map[string]*NResult{}, Machine: bench.MachineInfo(), Postgres: bench.PGVersion(ctx, aconn),
+	res := &Result{ByN: map[string]*NResult{}, Machine: bench.MachineInfo(), Database: db.Name,
 		GoVersion: runtime.Version(), Commit: bench.GitCommit(), StartedAt: started.UTC().Format(time.RFC3339)}
-	name := fmt.Sprintf("tl_bench_%d_%08d", os.Getpid(), rand.IntN(1e8))
-	res.Database = name
-	if _, err := aconn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("bench peer: create database %s: %w", name, err)
-	}
-	progress("database %s created on %s", name, bench.RedactURL(admin))
-	dbURL := pgtest.WithDatabase(admin, name)
+	dbURL := db.URL
 	b := &peerBench{opt: opt, stderr: stderr}
 	defer func() {
 		b.close()
 		if opt.keepDB {
-			progress("database %s kept (--keep-database): %s", name, bench.RedactURL(dbURL))
+			progress("database %s kept (--keep-database): %s", db.Name, bench.RedactURL(dbURL))
 			return
 		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if _, derr := aconn.Exec(dctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); derr != nil {
-			progress("could not drop database %s: %v (drop it by hand)", name, derr)
-		} else {
-			progress("database %s dropped", name)
-		}
+		db.Drop()
 	}()
 	if err := b.open(ctx, dbURL); err != nil {
 		return fmt.Errorf("bench peer: %w", err)
 	}
+	res.Postgres = bench.PGVersion(ctx, b.pgStats)
 	if err := b.run(ctx, res, progress); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("bench peer: interrupted: %w", ctx.Err())
