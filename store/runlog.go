@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,11 +57,8 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 // RunLogPurge moves and deletes in one transaction, so the statement sees
 // the whole log either before or after a purge.
 func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT false, first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2
-		UNION ALL
-		SELECT true, l.id, 0, l.data FROM runs r JOIN run_log l ON l.id > r.log_from
-		WHERE r.id = $1 AND r.status = 'running' AND position(uuid_send($1) IN l.data) > 0
-		ORDER BY 1, 2`, runID, after)
+	from := s.hints.from(runID, after)
+	rows, err := s.pool.Query(ctx, sqlEventsAfter, runID, after, from)
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
 	}
@@ -73,13 +71,16 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 		inLog     bool
 		key, last int64
 		data      []byte
+		seen      = logHint{id: from}
 	)
 	_, err = pgx.ForEachRow(rows, []any{&inLog, &key, &last, &data}, func() error {
 		if !inLog {
 			segs = append(segs, seg{key, last, data})
 			return nil
 		}
+		seen.id = max(seen.id, key)
 		return logSegments(data, runID, func(_ uuid.UUID, first, last int64, b []byte) error {
+			seen.seq = max(seen.seq, last)
 			segs = append(segs, seg{first, last, b})
 			return nil
 		})
@@ -87,6 +88,7 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 	if err != nil {
 		return nil, fmt.Errorf("read run events: %w", interpretError(err))
 	}
+	s.hints.note(runID, seen)
 	var out []thread.Record
 	for _, sg := range segs {
 		var text string
@@ -235,4 +237,63 @@ func spillLog(ctx context.Context, tx pgx.Tx, age time.Duration) error {
 	}
 	_, err = tx.Exec(ctx, `UPDATE runs SET log_from = $2 WHERE id = ANY($1)`, ids, cut)
 	return err
+}
+
+// sqlEventsAfter reads a run's log after sequence $2: its rows in
+// run_events, and while it runs the run_log rows after its log_from that
+// hold a segment of it, from run_log id $3 on (logHints).
+const sqlEventsAfter = `SELECT false, first_seq, last_seq, data FROM run_events WHERE run_id = $1 AND last_seq > $2
+	UNION ALL
+	SELECT true, l.id, 0, l.data FROM runs r JOIN run_log l ON l.id > greatest(r.log_from, $3)
+	WHERE r.id = $1 AND r.status = 'running' AND position(uuid_send($1) IN l.data) > 0
+	ORDER BY 1, 2`
+
+// logHint says where a read of a running run's shared log got to: the
+// run_log rows up to id hold none of its records after seq. A run's
+// segments are written by one owner whose group commits follow one
+// another, each with a later id, so a later read after seq or more need
+// not scan those rows again; a follower that reads after every commit
+// (thread's relay) then scans one row per read instead of every row since
+// the run started.
+type logHint struct{ seq, id int64 }
+
+// logHints holds the last hint of each running run this process read.
+type logHints struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]logHint
+}
+
+// maxLogHints bounds logHints: when full it starts again empty (a read
+// without a hint is only slower).
+const maxLogHints = 4096
+
+// from returns the run_log id a read of the run after sequence after may
+// start past (0: every row after the run's log_from).
+func (h *logHints) from(runID uuid.UUID, after int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hint, ok := h.m[runID]; ok && after >= hint.seq {
+		return hint.id
+	}
+	return 0
+}
+
+// note keeps what a read saw of the shared log. A read from a hint that
+// found no new row keeps the hint; a whole read that found none forgets
+// the run (it ended, or its segments were all moved to run_events).
+func (h *logHints) note(runID uuid.UUID, seen logHint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seen.seq == 0 {
+		if seen.id == 0 {
+			delete(h.m, runID)
+		}
+		return
+	}
+	if h.m == nil || len(h.m) >= maxLogHints {
+		h.m = make(map[uuid.UUID]logHint)
+	}
+	if old, ok := h.m[runID]; !ok || seen.id > old.id {
+		h.m[runID] = seen
+	}
 }

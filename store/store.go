@@ -38,6 +38,8 @@ type Store struct {
 	peers atomic.Bool
 	// rawMax caps one run's raw records (SetRawMaxBytes).
 	rawMax int64
+	// hints speed up reading running runs' logs again (runlog.go).
+	hints logHints
 }
 
 // logSpillAfter is Store.spillAfter's value: runs shorter than this are

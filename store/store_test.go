@@ -1540,3 +1540,89 @@ func TestRunGetReturnsJSONErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunEventsAfterFollowsOn: a reader that reads a running run's log
+// after every commit, each time after the last sequence it has (as a
+// replica's reader of another replica's run does), gets every record once
+// and in order, across commits shared with another run, a catch-up from
+// further back in between, a spill of the run's rows and the run's end;
+// and every read equals a read of the whole log by a store that has never
+// read the run.
+func TestRunEventsAfterFollowsOn(t *testing.T) {
+	t.Parallel()
+	s, pool := setup(t)
+	fresh := func() *store.Store { return store.New(pool) }
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	r, err := startRun(t, s, th, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := startRun(t, s, newThread(t, s, "bob"), uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}}
+	var got []thread.Record
+	var last int64
+	read := func(when string) {
+		t.Helper()
+		recs, err := s.RunEventsAfter(ctx, r.ID, last)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		got = append(got, recs...)
+		if len(recs) > 0 {
+			last = recs[len(recs)-1].Seq
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: read on got %v, want %v", when, got, want)
+		}
+		whole, err := fresh().RunEventsAfter(ctx, r.ID, 0)
+		if err != nil || fmt.Sprint(whole) != fmt.Sprint(want) {
+			t.Fatalf("%s: a whole read got %v (%v), want %v", when, whole, err, want)
+		}
+	}
+	otherSeq := int64(2)
+	commit := func(n int, shared bool) {
+		t.Helper()
+		recs := tokens(int64(len(want)+1), n)
+		want = append(want, recs...)
+		segs := []thread.Segment{{RunID: r.ID, Records: recs}}
+		if shared {
+			segs = append(segs, thread.Segment{RunID: o.ID, Records: tokens(otherSeq, 1)})
+			otherSeq++
+		}
+		if err := s.RunEventsAppend(ctx, segs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("before any commit")
+	for i := range 6 {
+		commit(1+i%3, i%2 == 0)
+		read(fmt.Sprintf("after commit %d", i))
+		if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: o.ID, Records: tokens(otherSeq, 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		otherSeq++
+		read(fmt.Sprintf("after the other run's commit %d", i))
+	}
+	// A catch-up from further back, then reading on.
+	if back, err := s.RunEventsAfter(ctx, r.ID, 2); err != nil || fmt.Sprint(back) != fmt.Sprint(want[2:]) {
+		t.Fatalf("catch-up after 2: got %v (%v), want %v", back, err, want[2:])
+	}
+	commit(2, true)
+	read("after a catch-up and a commit")
+	store.SetSpillAfter(s, 0)
+	if _, err := s.RunLogPurge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read("after a spill")
+	commit(3, false)
+	read("after a spill and a commit")
+	if _, err := s.RunLogPurge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit(1, true)
+	read("after two spills and a commit")
+}
