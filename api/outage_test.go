@@ -1,16 +1,11 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,51 +99,6 @@ func outageRoutes(tid, rid string) []route {
 	}
 }
 
-// privateCluster is a Postgres cluster of the test's own (deploy/pg.sh in
-// a temporary folder on a free port), which the test may stop and start:
-// never the shared one.
-type privateCluster struct {
-	t    *testing.T
-	env  []string
-	root string
-	url  string
-}
-
-func startPrivateCluster(t *testing.T) *privateCluster {
-	t.Helper()
-	root, err := pgtest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A short folder: the unix socket path must stay under 108 bytes.
-	dir, err := os.MkdirTemp("", "tlpg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &privateCluster{t: t, root: root, env: append(os.Environ(), "THREADLINE_PG_INSTALL=0", "THREADLINE_PGDATA="+dir, "THREADLINE_PGPORT="+strconv.Itoa(closedPort(t)))}
-	c.url = strings.TrimSpace(c.run("start"))
-	t.Cleanup(func() {
-		c.run("stop")
-		_ = os.RemoveAll(dir)
-	})
-	return c
-}
-
-func (c *privateCluster) run(arg string) string {
-	c.t.Helper()
-	cmd := exec.Command(filepath.Join(c.root, "deploy", "pg.sh"), arg)
-	cmd.Env = c.env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		c.t.Fatalf("deploy/pg.sh %s: %v\n%s", arg, err, stderr.Bytes())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
-}
-
 // TestOutageRecovers stops the service's database under it: while it is
 // down every route answers 503 unavailable with Retry-After (or from
 // memory), never a 500; once it is back, every route works again without a
@@ -158,12 +108,12 @@ func TestOutageRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own Postgres cluster")
 	}
-	pg := startPrivateCluster(t)
+	pg := pgtest.NewPrivate(t)
 	ctx := context.Background()
-	if err := store.MigrateUp(ctx, pg.url); err != nil {
+	if err := store.MigrateUp(ctx, pg.URL); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgxpool.ParseConfig(pg.url + "&connect_timeout=2")
+	cfg, err := pgxpool.ParseConfig(pg.URL + "&connect_timeout=2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +138,7 @@ func TestOutageRecovers(t *testing.T) {
 	_, evs := e.stream(tid, newMessage("before the outage", nil))
 	rid := checkRun(t, evs).RunID
 
-	pg.run("stop")
+	pg.Stop()
 	answered, served := 0, 0
 	for _, r := range outageRoutes(tid, rid) {
 		resp, b := e.do(r.method, r.path, r.body, r.headers...)
@@ -205,7 +155,7 @@ func TestOutageRecovers(t *testing.T) {
 	wantStatus(t, resp, b, http.StatusServiceUnavailable, "")
 	t.Logf("database down: %d requests, %d served from memory, the rest 503", answered, served)
 
-	pg.run("start")
+	pg.Start()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, _ := e.do("GET", "/api/v1/threads", nil)

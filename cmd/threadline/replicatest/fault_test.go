@@ -114,8 +114,10 @@ func (f *faultRun) check(t *testing.T, want string) event {
 		t.Fatalf("run %s: acknowledged user message %s lost: final snapshot %s", f.runID, f.msgID, final.raw)
 	}
 	for _, r := range []*replica{f.owner, f.other} {
-		if r.cmd.ProcessState != nil {
+		select {
+		case <-r.done:
 			continue // exited
+		default:
 		}
 		replay := followWithin(t, r, f.tid, f.runID, 1, faultBound).rest()
 		sameEvents(t, "replay on "+r.name+" of "+f.runID, f.liveEvs[1:], replay)
