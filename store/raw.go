@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,56 +49,112 @@ const rawLockSpace = 21581
 // not one JSON value (nothing is appended). Appends of one run are
 // serialized in the database.
 func (s *Store) RunRawAppend(ctx context.Context, runID uuid.UUID, recs []thread.RawRecord) error {
-	if len(recs) == 0 {
-		return nil
+	errs, err := s.RunRawAppendAll(ctx, []thread.RawAppend{{RunID: runID, Records: recs}})
+	if err != nil {
+		return err
 	}
-	for i, r := range recs {
-		if r.Source == "" || r.Kind == "" || !json.Valid(r.Data) {
-			return errcode.New(errcode.Invalid, "raw record %d of run %s: want a source, a kind and JSON data", i+1, runID)
+	return errs[0]
+}
+
+// RunRawAppendAll makes several runs' appends, each as RunRawAppend would,
+// in one transaction and three round trips whatever their number. errs[i]
+// answers apps[i] (nil, not_found, invalid_request: that append wrote
+// nothing, the others went on); err is a failure of the whole write, which
+// then wrote nothing. A run may appear once.
+func (s *Store) RunRawAppendAll(ctx context.Context, apps []thread.RawAppend) (errs []error, err error) {
+	errs = make([]error, len(apps))
+	var todo []int // the valid appends, by run id (the order locks are taken in)
+	for i, a := range apps {
+		if errs[i] = checkRaw(a); errs[i] == nil && len(a.Records) > 0 {
+			todo = append(todo, i)
 		}
 	}
+	if len(todo) == 0 {
+		return errs, nil
+	}
+	sort.Slice(todo, func(x, y int) bool { return bytes.Compare(apps[todo[x]].RunID[:], apps[todo[y]].RunID[:]) < 0 })
 	now := s.clock()
-	return withTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var last rawTail
+	err = withTx(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2))`, runID, rawLockSpace)
-		b.Queue(`SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, runID)
-		b.Queue(`SELECT n, total, source, kind FROM run_raw WHERE run_id = $1 ORDER BY n DESC LIMIT 1`, runID)
-		br := tx.SendBatch(ctx, b)
-		_, err := br.Exec()
-		var exists bool
-		if err == nil {
-			err = br.QueryRow().Scan(&exists)
+		for _, i := range todo {
+			b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2))`, apps[i].RunID, rawLockSpace)
 		}
-		if err == nil {
-			err = br.QueryRow().Scan(&last.n, &last.total, &last.source, &last.kind)
-			if err == pgx.ErrNoRows {
-				err = nil
-			}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("lock raw records: %w", interpretError(err))
 		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
+		// A statement after the locks: it sees every append that committed
+		// while this one waited.
+		tails, err := rawTails(ctx, tx, apps, todo)
 		if err != nil {
-			return fmt.Errorf("raw records of run %s: %w", runID, interpretError(err))
+			return err
 		}
-		if !exists {
-			return errcode.New(errcode.NotFound, "run %s not found", runID)
+		var rows rawRows
+		for _, i := range todo {
+			t, ok := tails[apps[i].RunID]
+			if !ok {
+				errs[i] = errcode.New(errcode.NotFound, "run %s not found", apps[i].RunID)
+				continue
+			}
+			t.fit(&rows, apps[i].RunID, apps[i].Records, s.rawMaxBytes(), now)
 		}
-		rows := last.fit(recs, s.rawMaxBytes(), now)
 		if len(rows.n) == 0 {
 			return nil
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO run_raw (run_id, n, sequence, source, kind, data, total, created_at)
-			SELECT $1, r.n, r.sequence, r.source, r.kind, r.data::json, r.total, r.at
-			FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::timestamptz[])
-				AS r(n, sequence, source, kind, data, total, at)`,
-			runID, rows.n, rows.seq, rows.source, rows.kind, rows.data, rows.total, rows.at)
+			SELECT r.run_id, r.n, r.sequence, r.source, r.kind, r.data::json, r.total, r.at
+			FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::timestamptz[])
+				AS r(run_id, n, sequence, source, kind, data, total, at)`,
+			rows.run, rows.n, rows.seq, rows.source, rows.kind, rows.data, rows.total, rows.at)
 		if err != nil {
-			return fmt.Errorf("append raw records of run %s: %w", runID, interpretError(err))
+			return fmt.Errorf("append raw records: %w", interpretError(err))
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// checkRaw returns invalid_request for a record without a source or kind
+// or whose data is not one JSON value.
+func checkRaw(a thread.RawAppend) error {
+	for i, r := range a.Records {
+		if r.Source == "" || r.Kind == "" || !json.Valid(r.Data) {
+			return errcode.New(errcode.Invalid, "raw record %d of run %s: want a source, a kind and JSON data", i+1, a.RunID)
+		}
+	}
+	return nil
+}
+
+// rawTails returns the last raw record of each run of apps[todo] that
+// exists (n 0: it has none); a run that does not exist is missing.
+func rawTails(ctx context.Context, tx pgx.Tx, apps []thread.RawAppend, todo []int) (map[uuid.UUID]rawTail, error) {
+	ids := make([]uuid.UUID, len(todo))
+	for k, i := range todo {
+		ids[k] = apps[i].RunID
+	}
+	rows, err := tx.Query(ctx, `SELECT ru.id, coalesce(t.n, 0), coalesce(t.total, 0), coalesce(t.source, ''), coalesce(t.kind, '')
+		FROM runs ru LEFT JOIN LATERAL (SELECT n, total, source, kind FROM run_raw
+			WHERE run_id = ru.id ORDER BY n DESC LIMIT 1) t ON true
+		WHERE ru.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("raw records' runs: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := make(map[uuid.UUID]rawTail, len(ids))
+	for rows.Next() {
+		var id uuid.UUID
+		var t rawTail
+		if err := rows.Scan(&id, &t.n, &t.total, &t.source, &t.kind); err != nil {
+			return nil, fmt.Errorf("raw records' runs: %w", interpretError(err))
+		}
+		out[id] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("raw records' runs: %w", interpretError(err))
+	}
+	return out, nil
 }
 
 // rawTail is a run's last raw record (n 0: none).
@@ -108,6 +166,7 @@ type rawTail struct {
 
 // rawRows are records to insert, as columns.
 type rawRows struct {
+	run          []uuid.UUID
 	n            []int32
 	seq, total   []int64
 	source, kind []string
@@ -115,13 +174,12 @@ type rawRows struct {
 	at           []time.Time
 }
 
-// fit numbers recs after t and keeps those within max bytes of data; the
-// first that does not fit becomes a truncation marker, and nothing is kept
-// after a marker.
-func (t rawTail) fit(recs []thread.RawRecord, max int64, now time.Time) rawRows {
-	var out rawRows
+// fit adds to out the records of run recs, numbered after t, within max
+// bytes of data; the first that does not fit becomes a truncation marker,
+// and nothing is kept after a marker.
+func (t rawTail) fit(out *rawRows, run uuid.UUID, recs []thread.RawRecord, max int64, now time.Time) {
 	if t.source == thread.RawService && t.kind == thread.RawTruncated {
-		return out
+		return
 	}
 	n, total := t.n, t.total
 	add := func(r thread.RawRecord, data string) {
@@ -130,6 +188,7 @@ func (t rawTail) fit(recs []thread.RawRecord, max int64, now time.Time) rawRows 
 		if at.IsZero() {
 			at = now
 		}
+		out.run = append(out.run, run)
 		out.n = append(out.n, n)
 		out.seq = append(out.seq, r.Sequence)
 		out.source = append(out.source, r.Source)
@@ -142,12 +201,11 @@ func (t rawTail) fit(recs []thread.RawRecord, max int64, now time.Time) rawRows 
 		if total+int64(len(r.Data)) > max {
 			add(thread.RawRecord{Sequence: r.Sequence, Source: thread.RawService, Kind: thread.RawTruncated, At: now},
 				fmt.Sprintf(`{"max_bytes":%d,"first_dropped_sequence":%d}`, max, r.Sequence))
-			return out
+			return
 		}
 		total += int64(len(r.Data))
 		add(r, string(r.Data))
 	}
-	return out
 }
 
 // rawPageMax bounds one page of RunRawList.

@@ -211,3 +211,56 @@ func TestThreadDeleteRemovesRawRecords(t *testing.T) {
 		t.Errorf("append after the delete: got %v, want not_found", err)
 	}
 }
+
+// TestRunRawAppendAll: one write for several runs answers each append on
+// its own: an unknown run and invalid records write nothing of theirs,
+// the others are appended, each numbered in its own run.
+func TestRunRawAppendAll(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	th := newThread(t, s, "alice")
+	a, err := startRun(t, s, th, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th2 := newThread(t, s, "alice")
+	b, err := startRun(t, s, th2, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(seq int64, data string) thread.RawRecord {
+		return thread.RawRecord{Sequence: seq, Source: thread.RawTool, Kind: thread.RawCall, Data: json.RawMessage(data)}
+	}
+	if err := s.RunRawAppend(ctx, b.ID, []thread.RawRecord{rec(1, `"b1"`)}); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := s.RunRawAppendAll(ctx, []thread.RawAppend{
+		{RunID: a.ID, Records: []thread.RawRecord{rec(2, `"a2"`), rec(3, `"a3"`)}},
+		{RunID: uuid.New(), Records: []thread.RawRecord{rec(1, `"nobody"`)}},
+		{RunID: b.ID, Records: []thread.RawRecord{rec(5, `"b5"`)}},
+		{RunID: th.ID, Records: []thread.RawRecord{rec(1, `{"bad":`)}},
+	})
+	if err != nil {
+		t.Fatalf("RunRawAppendAll: %v", err)
+	}
+	wantCodes := []errcode.Code{"", errcode.NotFound, "", errcode.Invalid}
+	for i, want := range wantCodes {
+		if got := errcode.Of(errs[i]); (want == "" && errs[i] != nil) || (want != "" && got != want) {
+			t.Errorf("append %d: got %v, want %q", i, errs[i], want)
+		}
+	}
+	for _, c := range []struct {
+		th   *thread.Thread
+		run  uuid.UUID
+		want string
+	}{
+		{th, a.ID, "1:2:tool/call:\"a2\"\n2:3:tool/call:\"a3\"\n"},
+		{th2, b.ID, "1:1:tool/call:\"b1\"\n2:5:tool/call:\"b5\"\n"},
+	} {
+		got, err := s.RunRawList(ctx, "alice", c.th.ID, c.run, 0, 0)
+		if err != nil || rawText(got) != c.want {
+			t.Errorf("run %s: got %q %v, want %q", c.run, rawText(got), err, c.want)
+		}
+	}
+}

@@ -63,15 +63,22 @@ type RawRecord struct {
 	At time.Time
 }
 
+// RawAppend is one run's records for RawStore.RunRawAppendAll.
+type RawAppend struct {
+	RunID   uuid.UUID
+	Records []RawRecord
+}
+
 // RawStore keeps runs' raw records durably; *store.Store is one.
 type RawStore interface {
-	// RunRawAppend appends recs to the run's raw log, in order, up to the
-	// store's cap per run: the first record over it is replaced by a
-	// RawTruncated record, and records after that are dropped. It returns
-	// not_found when the run does not exist (yet, or any more), and
-	// invalid_request for a record without a source or kind or whose data
-	// is not JSON (nothing is appended then).
-	RunRawAppend(ctx context.Context, runID uuid.UUID, recs []RawRecord) error
+	// RunRawAppendAll appends each run's records to its raw log, in order,
+	// up to the store's cap per run: the first record over it is replaced
+	// by a RawTruncated record, and records after that are dropped. All in
+	// one write: errs[i] answers apps[i], not_found when the run does not
+	// exist (yet, or any more) and invalid_request for a record without a
+	// source or kind or whose data is not JSON (that append writes
+	// nothing); err is a failure of the whole write, which wrote nothing.
+	RunRawAppendAll(ctx context.Context, apps []RawAppend) (errs []error, err error)
 }
 
 // Raw writer settings.
@@ -231,7 +238,10 @@ func (w *RawWriter) take() []rawBatch {
 	return out
 }
 
-// flush writes every run's queued records, each run's in one append. A
+// rawRunsPerWrite bounds the runs of one RunRawAppendAll.
+const rawRunsPerWrite = 256
+
+// flush writes every run's queued records, rawRunsPerWrite runs a write. A
 // write that fails is tried again at the next flush, before the run's
 // newer records (a run's start may not be committed yet when its first
 // records come), unless it failed w.misses times in a row, the store
@@ -241,9 +251,21 @@ func (w *RawWriter) flush(final bool) {
 	batches := w.take()
 	ctx, cancel := context.WithTimeout(context.Background(), rawWriteTimeout)
 	defer cancel()
-	for _, b := range batches {
-		err := w.store.RunRawAppend(ctx, b.run, b.recs)
-		w.settle(b, err, final)
+	for len(batches) > 0 {
+		part := batches[:min(len(batches), rawRunsPerWrite)]
+		batches = batches[len(part):]
+		apps := make([]RawAppend, len(part))
+		for i, b := range part {
+			apps[i] = RawAppend{RunID: b.run, Records: b.recs}
+		}
+		errs, err := w.store.RunRawAppendAll(ctx, apps)
+		for i, b := range part {
+			if err == nil {
+				w.settle(b, errs[i], final)
+			} else {
+				w.settle(b, err, final)
+			}
+		}
 	}
 }
 

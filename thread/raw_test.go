@@ -31,16 +31,22 @@ func newGate(sink thread.RawStore) *gate {
 	return &gate{sink: sink, open: make(chan struct{}), entered: make(chan struct{}, 1000), answers: make(chan error, 1000)}
 }
 
-func (g *gate) RunRawAppend(ctx context.Context, runID uuid.UUID, recs []thread.RawRecord) error {
+// RunRawAppendAll implements thread.RawStore; the answer it tells of is
+// the first append's (the tests write one run at a time).
+func (g *gate) RunRawAppendAll(ctx context.Context, apps []thread.RawAppend) ([]error, error) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.open:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	err := g.sink.RunRawAppend(ctx, runID, recs)
-	g.answers <- err
-	return err
+	errs, err := g.sink.RunRawAppendAll(ctx, apps)
+	if err == nil {
+		g.answers <- errs[0]
+	} else {
+		g.answers <- err
+	}
+	return errs, err
 }
 
 func wait(t *testing.T, ch <-chan struct{}, what string) {
@@ -267,5 +273,46 @@ func TestRawWriterWaitsForTheRun(t *testing.T) {
 	w2.Stop()
 	if n := len(g2.entered); n != 0 {
 		t.Errorf("writes after the third not_found: got %d, want 0", n)
+	}
+}
+
+// TestRawWriterManyRuns: the records of more runs than one write takes are
+// all written at the next flush, each run's in its own log.
+func TestRawWriterManyRuns(t *testing.T) {
+	t.Parallel()
+	st := store.New(pgtest.Pool(t))
+	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
+	defer svc.Shutdown(context.Background())
+	ctx := context.Background()
+	const n = 300
+	threads := make([]*thread.Thread, n)
+	runs := make([]uuid.UUID, n)
+	for i := range n {
+		th, _, err := svc.CreateThread(ctx, "local", uuid.Nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads[i], runs[i] = th, uuid.New()
+		startRunAs(t, st, th, runs[i])
+	}
+	g := newGate(st)
+	close(g.open)
+	w := thread.NewRawWriter(g, nil)
+	thread.TuneRawWriter(w, time.Hour, 64<<20, 20) // only Stop flushes
+	w.Start()
+	for i, id := range runs {
+		w.Append(id, 1, "tool", json.RawMessage(fmt.Sprintf(`{"run":%d}`, i)))
+		w.Append(id, 2, "tool", json.RawMessage(fmt.Sprintf(`{"run":%d,"second":true}`, i)))
+	}
+	w.Stop()
+	if calls := len(g.entered); calls != 2 {
+		t.Errorf("writes: got %d, want 2 (%d runs, at most 256 a write)", calls, n)
+	}
+	for i, id := range runs {
+		got, err := st.RunRawList(ctx, "local", threads[i].ID, id, 0, 0)
+		want := fmt.Sprintf("1 tool/call {\"run\":%d}\n2 tool/call {\"run\":%d,\"second\":true}", i, i)
+		if err != nil || rawSummary(got) != want {
+			t.Fatalf("run %d: got %q %v, want %q", i, rawSummary(got), err, want)
+		}
 	}
 }
