@@ -459,3 +459,57 @@ func TestNotifierAfterPostgresRestart(t *testing.T) {
 	}
 	k.takesNewRun(t, b, got)
 }
+
+// rejoinLive is what a client does when its stream ended without a final
+// snapshot (its process went away): it rejoins on r after the last
+// sequence it read and reads the rest, appended to liveEvs.
+func (f *faultRun) rejoinLive(t *testing.T, r *replica) {
+	t.Helper()
+	waitFor(t, f.liveDone, "run "+f.runID+": the live stream")
+	if len(f.liveEvs) == 0 {
+		t.Fatalf("run %s: the live client got no events", f.runID)
+	}
+	if last := f.liveEvs[len(f.liveEvs)-1]; last.Type == "snapshot" && last.RunStatus != "" && last.RunStatus != "running" {
+		return
+	}
+	more := followWithin(t, r, f.tid, f.runID, f.liveEvs[len(f.liveEvs)-1].Sequence, faultBound).rest()
+	f.liveEvs = append(f.liveEvs, more...)
+}
+
+// TestSIGTERMDuringOutage sends SIGTERM to a replica with streaming runs
+// while Postgres is down: the ends of its runs cannot be written, so it
+// exits soon after its grace without them, and once Postgres is back the
+// other replica finds it gone (its presence lock is not held; the leases
+// are 2 minutes) and recovers its runs interrupted, after run_interrupted.
+// The owner's clients, whose streams ended with the process, rejoin on the
+// other replica after the last event they read; the followers there kept
+// their streams through the outage. Every check of faultRun.check holds.
+func TestSIGTERMDuringOutage(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewPrivate(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
+	const grace = time.Second
+	owner := startReplica(t, "replica0", pg.URL, append(env, "THREADLINE_SHUTDOWN_GRACE="+grace.String())...)
+	other := startReplica(t, "replica1", pg.URL, env...)
+	var runs []*faultRun
+	for i := range 2 {
+		runs = append(runs, startFaultRun(t, owner, other, fmt.Sprintf("term while down %d", i), 3))
+	}
+	pg.Stop()
+	sent := time.Now()
+	owner.signal(syscall.SIGTERM)
+	waitFor(t, owner.done, owner.name+" after SIGTERM")
+	took := time.Since(sent)
+	t.Logf("%s exited %v after SIGTERM with Postgres down (grace %v): %v", owner.name, took, grace, owner.err)
+	// Past the grace: the end writes, tried once more, and leaving the
+	// presence table, bounded at 2 s.
+	if bound := grace + 6*time.Second; took > bound {
+		t.Fatalf("%s exited %v after SIGTERM, want within its grace %v and its last writes (bound %v)", owner.name, took, grace, bound)
+	}
+	pg.Start()
+	for _, f := range runs {
+		f.rejoinLive(t, other)
+		f.wait(t)
+		f.check(t, "interrupted")
+	}
+}
