@@ -220,11 +220,12 @@ func TestPostgresStopped(t *testing.T) {
 }
 
 // TestPostgresRestartedMidStream restarts Postgres at once (down for well
-// under a second) while runs stream, each followed from another replica:
-// no stream freezes. After the restart each client gets more tokens while
-// the run goes on, and a cancel sent then ends it cancelled long before
-// the model would have finished (a frozen stream would deliver its tokens
-// only at the run's end, after the cancel could stop nothing).
+// under a second), three times, while runs stream, each followed from
+// another replica: no stream freezes. After each restart each client gets
+// more events while the run goes on, and a cancel sent after the last ends
+// it cancelled long before the model would have finished (a frozen stream
+// would deliver its events only at the run's end, after the cancel could
+// stop nothing).
 func TestPostgresRestartedMidStream(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.NewPrivate(t)
@@ -234,26 +235,30 @@ func TestPostgresRestartedMidStream(t *testing.T) {
 	for i := range 4 {
 		runs = append(runs, startFaultRun(t, rs[i%2], rs[(i+1)%2], fmt.Sprintf("restart run %d", i), 3))
 	}
-	down := pg.Restart()
-	t.Logf("Postgres down and back within %v", down)
-	after := make([][2]int64, len(runs))
-	for i, f := range runs {
-		after[i] = [2]int64{f.live.n.Load(), f.watch.n.Load()}
-	}
-	deadline := time.Now().Add(faultBound)
-	for i, f := range runs {
-		for f.live.n.Load() < after[i][0]+30 || f.watch.n.Load() < after[i][1]+30 {
-			select {
-			case <-f.done:
-				t.Fatalf("run %s ended before streaming 30 more tokens after the restart (live %d, follower %d events)", f.runID, f.live.n.Load(), f.watch.n.Load())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s: streams frozen after the restart: live %d events (%d at restart), follower %d (%d)",
-					f.runID, f.live.n.Load(), after[i][0], f.watch.n.Load(), after[i][1])
-			}
-			time.Sleep(20 * time.Millisecond)
+	for round := range 3 {
+		down := pg.Restart()
+		t.Logf("restart %d: Postgres down and back within %v", round, down)
+		after := make([][2]int64, len(runs))
+		for i, f := range runs {
+			after[i] = [2]int64{f.live.n.Load(), f.watch.n.Load()}
 		}
+		deadline := time.Now().Add(faultBound)
+		for i, f := range runs {
+			for f.live.n.Load() < after[i][0]+30 || f.watch.n.Load() < after[i][1]+30 {
+				select {
+				case <-f.done:
+					t.Fatalf("run %s ended before streaming 30 more events after restart %d (live %d, follower %d events)", f.runID, round, f.live.n.Load(), f.watch.n.Load())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("run %s: streams frozen after restart %d: live %d events (%d at the restart), follower %d (%d)",
+						f.runID, round, f.live.n.Load(), after[i][0], f.watch.n.Load(), after[i][1])
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	for _, f := range runs {
 		if code, body := call(t, http.MethodPost, f.other.url("/threads/"+f.tid+"/runs/"+f.runID+"/cancel"), ""); code != http.StatusAccepted {
 			t.Fatalf("cancel of %s on %s: %d %s, want 202", f.runID, f.other.name, code, body)
 		}
