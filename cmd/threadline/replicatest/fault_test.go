@@ -1,10 +1,14 @@
 package replicatest
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +47,62 @@ func (r *replica) waitLog(s string, n int, d time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A client honours a 503's Retry-After: right after Postgres came back, a
+// request may meet a pooled connection that died with it. These helpers
+// send a request again while it answers 503, for at most faultBound.
+
+// callRetried is call, again while the answer is 503.
+func callRetried(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(faultBound)
+	for {
+		code, b := call(t, method, url, body)
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return code, b
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// openRetried opens the stream req makes, again while the answer is 503.
+func openRetried(t *testing.T, req func() *http.Request) (*stream, int, string) {
+	t.Helper()
+	deadline := time.Now().Add(faultBound)
+	for {
+		s, code, msg := openStream(t, req())
+		if s != nil || code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return s, code, msg
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rejoinRetried is followWithin (bounded by faultBound), again while the
+// answer is 503.
+func rejoinRetried(t *testing.T, r *replica, tid, runID string, after int64) *stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), faultBound)
+	t.Cleanup(cancel)
+	s, code, msg := openRetried(t, func() *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url(fmt.Sprintf("/threads/%s/runs/%s/stream?after=%d", tid, runID, after)), nil)
+		return req
+	})
+	if s == nil {
+		t.Fatalf("rejoin of %s on %s after %d: %d %s, want 200", runID, r.name, after, code, msg)
+	}
+	return s
+}
+
+// runRetried is tryRun, again while the answer is 503.
+func runRetried(t *testing.T, r *replica, tid, body string) (*stream, int, string) {
+	t.Helper()
+	return openRetried(t, func() *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, r.url("/threads/"+tid+"/runs/stream"), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	})
 }
 
 // faultRun is one run under a fault: the client that started it on its
@@ -119,7 +179,7 @@ func (f *faultRun) check(t *testing.T, want string) event {
 			continue // exited
 		default:
 		}
-		replay := followWithin(t, r, f.tid, f.runID, 1, faultBound).rest()
+		replay := rejoinRetried(t, r, f.tid, f.runID, 1).rest()
 		sameEvents(t, "replay on "+r.name+" of "+f.runID, f.liveEvs[1:], replay)
 	}
 	t.Logf("%q: %d events, a %d-byte reply, ended %s; its follower on %s and the replays: identical", f.text, len(f.liveEvs), len(tokens(f.liveEvs)), final.RunStatus, f.other.name)
@@ -131,19 +191,19 @@ func (f *faultRun) check(t *testing.T, want string) event {
 // events) and keeps the earlier messages. It returns its final event.
 func (f *faultRun) takesNewRun(t *testing.T, r *replica, final event) event {
 	t.Helper()
-	code, body := call(t, http.MethodGet, r.url("/threads/"+f.tid+"/messages"), "")
+	code, body := callRetried(t, http.MethodGet, r.url("/threads/"+f.tid+"/messages"), "")
 	if code != 200 || !strings.Contains(body, `"active_run":null`) || !strings.Contains(body, f.msgID) {
 		t.Fatalf("thread %s on %s after the run: %d %s, want no active run and message %s", f.tid, r.name, code, body, f.msgID)
 	}
 	last := final.Messages[len(final.Messages)-1].ID
-	s, code, msg := tryRun(t, r, f.tid, fmt.Sprintf(`{"message":{"content":"and after"},"parent_message_id":%q,"run_config":{"model":"builtin"}}`, last))
+	s, code, msg := runRetried(t, r, f.tid, fmt.Sprintf(`{"message":{"content":"and after"},"parent_message_id":%q,"run_config":{"model":"builtin"}}`, last))
 	if s == nil {
 		t.Fatalf("new run on thread %s on %s: %d %s, want 200", f.tid, r.name, code, msg)
 	}
 	// Its first events show it runs; a cancel then ends it early (the
 	// models of these tests are slow).
 	evs := s.readN(3)
-	if code, body := call(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+evs[0].RunID+"/cancel"), ""); code != http.StatusAccepted {
+	if code, body := callRetried(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+evs[0].RunID+"/cancel"), ""); code != http.StatusAccepted {
 		t.Fatalf("cancel of the new run on %s: %d %s, want 202", r.name, code, body)
 	}
 	evs = s.rest()
@@ -259,9 +319,7 @@ func TestPostgresRestartedMidStream(t *testing.T) {
 		}
 	}
 	for _, f := range runs {
-		if code, body := call(t, http.MethodPost, f.other.url("/threads/"+f.tid+"/runs/"+f.runID+"/cancel"), ""); code != http.StatusAccepted {
-			t.Fatalf("cancel of %s on %s: %d %s, want 202", f.runID, f.other.name, code, body)
-		}
+		cancelRun(t, f.other, f)
 	}
 	for _, f := range runs {
 		f.wait(t)
@@ -386,7 +444,7 @@ func TestSIGTERMWithStreams(t *testing.T) {
 	}
 	var rest []event
 	if last := seen[len(seen)-1]; last.RunStatus == "" || last.RunStatus == "running" {
-		rejoin := followWithin(t, other, foreign.tid, foreign.runID, last.Sequence, faultBound)
+		rejoin := rejoinRetried(t, other, foreign.tid, foreign.runID, last.Sequence)
 		rejoin.readN(1)
 		cancelRun(t, other, foreign)
 		rest = rejoin.rest()
@@ -467,7 +525,8 @@ func TestNotifierAfterPostgresRestart(t *testing.T) {
 
 // rejoinLive is what a client does when its stream ended without a final
 // snapshot (its process went away): it rejoins on r after the last
-// sequence it read and reads the rest, appended to liveEvs.
+// sequence it read (again while r answers 503) and reads the rest,
+// appended to liveEvs.
 func (f *faultRun) rejoinLive(t *testing.T, r *replica) {
 	t.Helper()
 	waitFor(t, f.liveDone, "run "+f.runID+": the live stream")
@@ -477,44 +536,199 @@ func (f *faultRun) rejoinLive(t *testing.T, r *replica) {
 	if last := f.liveEvs[len(f.liveEvs)-1]; last.Type == "snapshot" && last.RunStatus != "" && last.RunStatus != "running" {
 		return
 	}
-	more := followWithin(t, r, f.tid, f.runID, f.liveEvs[len(f.liveEvs)-1].Sequence, faultBound).rest()
-	f.liveEvs = append(f.liveEvs, more...)
+	after := f.liveEvs[len(f.liveEvs)-1].Sequence
+	f.liveEvs = append(f.liveEvs, rejoinRetried(t, r, f.tid, f.runID, after).rest()...)
 }
 
-// TestSIGTERMDuringOutage sends SIGTERM to a replica with streaming runs
-// while Postgres is down: the ends of its runs cannot be written, so it
-// exits soon after its grace without them, and once Postgres is back the
-// other replica finds it gone (its presence lock is not held; the leases
-// are 2 minutes) and recovers its runs interrupted, after run_interrupted.
-// The owner's clients, whose streams ended with the process, rejoin on the
-// other replica after the last event they read; the followers there kept
-// their streams through the outage. Every check of faultRun.check holds.
-func TestSIGTERMDuringOutage(t *testing.T) {
+// TestOwnerGoneDuringOutage ends a replica with streaming runs while
+// Postgres is down, by SIGTERM (grace 1 s) or SIGKILL. With SIGTERM the
+// ends of its runs cannot be written, so it exits soon after its grace
+// without them. Once Postgres is back the other replica finds it gone (its
+// presence lock is not held; the leases are 2 minutes) and recovers its
+// runs interrupted, after run_interrupted. The owner's clients, whose
+// streams ended with the process, rejoin on the other replica after the
+// last event they read; the followers there kept their streams through the
+// outage. Every check of faultRun.check holds.
+func TestOwnerGoneDuringOutage(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			pg := pgtest.NewPrivate(t)
+			env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
+			const grace = time.Second
+			owner := startReplica(t, "replica0", pg.URL, append(env, "THREADLINE_SHUTDOWN_GRACE="+grace.String())...)
+			other := startReplica(t, "replica1", pg.URL, env...)
+			var runs []*faultRun
+			for i := range 2 {
+				runs = append(runs, startFaultRun(t, owner, other, fmt.Sprintf("%v while down %d", sig, i), 3))
+			}
+			pg.Stop()
+			sent := time.Now()
+			owner.signal(sig)
+			waitFor(t, owner.done, fmt.Sprintf("%s after %v", owner.name, sig))
+			took := time.Since(sent)
+			t.Logf("%s exited %v after %v with Postgres down (grace %v): %v", owner.name, took, sig, grace, owner.err)
+			// Past the grace: the end writes, tried once more, and leaving
+			// the presence table, bounded at 2 s.
+			if bound := grace + 6*time.Second; sig == syscall.SIGTERM && (owner.err != nil || took > bound) {
+				t.Fatalf("%s exited %v after SIGTERM (%v), want a clean exit within its grace %v and its last writes (bound %v)", owner.name, took, owner.err, grace, bound)
+			}
+			pg.Start()
+			for _, f := range runs {
+				f.rejoinLive(t, other)
+				f.wait(t)
+				f.check(t, "interrupted")
+			}
+		})
+	}
+}
+
+// outageStart is one run start sent around a database outage.
+type outageStart struct {
+	tid, msgID, body string
+	r                *replica
+	code             int
+	answer           string
+	evs              []event
+}
+
+// send posts the start and, if it is acknowledged (200), reads its stream
+// to the end. It may run on any goroutine.
+func (o *outageStart) send(t *testing.T, r *replica) {
+	req, _ := http.NewRequest(http.MethodPost, r.url("/threads/"+o.tid+"/runs/stream"), strings.NewReader(o.body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		o.code, o.answer = -1, err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	o.code = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		o.answer = string(b)
+		return
+	}
+	s := &stream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	o.evs = s.rest()
+}
+
+// TestStartsDuringOutage starts runs on new threads on both replicas, one
+// every few milliseconds, while Postgres shuts down, is down and starts up
+// again under them: each start is acknowledged (200 with its events) or
+// refused (503), nothing else.
+// Once Postgres is back every acknowledged run has ended with its final
+// snapshot holding its user message, and every refused start, sent again
+// with the same message id to the other replica, gives one run: the thread
+// then holds that message exactly once (a start that committed although
+// its answer was lost is returned, not doubled).
+func TestStartsDuringOutage(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.NewPrivate(t)
-	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", longLease}
-	const grace = time.Second
-	owner := startReplica(t, "replica0", pg.URL, append(env, "THREADLINE_SHUTDOWN_GRACE="+grace.String())...)
-	other := startReplica(t, "replica1", pg.URL, env...)
-	var runs []*faultRun
-	for i := range 2 {
-		runs = append(runs, startFaultRun(t, owner, other, fmt.Sprintf("term while down %d", i), 3))
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=100", longLease}
+	rs := []*replica{startReplica(t, "replica0", pg.URL, env...), startReplica(t, "replica1", pg.URL, env...)}
+	const n = 60
+	starts := make([]*outageStart, n)
+	launched := make(chan int, n)
+	var wg sync.WaitGroup
+	go func() {
+		for i := range n {
+			o := &outageStart{tid: uuid.NewString(), msgID: uuid.NewString(), r: rs[i%2]}
+			o.body = message(o.msgID, fmt.Sprintf("start %d", i))
+			starts[i] = o
+			wg.Add(1)
+			go func() { defer wg.Done(); o.send(t, o.r) }()
+			launched <- i
+			time.Sleep(15 * time.Millisecond)
+		}
+		close(launched)
+	}()
+	// Starts go on while Postgres shuts down, is down and starts up again.
+	for i := range launched {
+		switch i {
+		case n / 6:
+			pg.Stop()
+		case 2 * n / 3:
+			pg.Start()
+		}
 	}
-	pg.Stop()
-	sent := time.Now()
-	owner.signal(syscall.SIGTERM)
-	waitFor(t, owner.done, owner.name+" after SIGTERM")
-	took := time.Since(sent)
-	t.Logf("%s exited %v after SIGTERM with Postgres down (grace %v): %v", owner.name, took, grace, owner.err)
-	// Past the grace: the end writes, tried once more, and leaving the
-	// presence table, bounded at 2 s.
-	if bound := grace + 6*time.Second; took > bound {
-		t.Fatalf("%s exited %v after SIGTERM, want within its grace %v and its last writes (bound %v)", owner.name, took, grace, bound)
+	wg.Wait()
+	counts := map[int]int{}
+	var refused []*outageStart
+	for i, o := range starts {
+		counts[o.code]++
+		switch o.code {
+		case http.StatusOK:
+			o.check(t, fmt.Sprintf("acknowledged start %d on %s", i, o.r.name), o.r)
+		case http.StatusServiceUnavailable:
+			if !strings.Contains(o.answer, `"unavailable"`) {
+				t.Fatalf("start %d on %s: 503 %s, want the unavailable error", i, o.r.name, o.answer)
+			}
+			refused = append(refused, o)
+		default:
+			t.Fatalf("start %d on %s: %d %s, want 200 or 503", i, o.r.name, o.code, o.answer)
+		}
 	}
-	pg.Start()
-	for _, f := range runs {
-		f.rejoinLive(t, other)
-		f.wait(t)
-		f.check(t, "interrupted")
+	t.Logf("starts around the outage: %v", counts)
+	if len(refused) == 0 || counts[http.StatusOK] == 0 {
+		t.Fatalf("starts: %v, want both acknowledged and refused ones (the outage missed them)", counts)
 	}
+	for _, o := range refused {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.send(t, rs[(slicesIndex(rs, o.r)+1)%2]) }()
+	}
+	wg.Wait()
+	for i, o := range refused {
+		if o.code != http.StatusOK {
+			t.Fatalf("refused start %d sent again: %d %s, want 200", i, o.code, o.answer)
+		}
+		o.check(t, fmt.Sprintf("refused start %d sent again", i), o.r)
+	}
+}
+
+// check checks an acknowledged start's stream and its thread on r: one
+// final snapshot holding the user message, and the thread holding it
+// exactly once.
+func (o *outageStart) check(t *testing.T, who string, r *replica) {
+	t.Helper()
+	final := checkRun(t, who, o.evs, 1, "")
+	checkErrorBeforeFinal(t, who, o.evs)
+	if got := reply(t, final); got != tokens(o.evs) {
+		t.Fatalf("%s: final reply %q, want the streamed %q", who, got, tokens(o.evs))
+	}
+	if len(final.Messages) != 2 || final.Messages[0].ID != o.msgID {
+		t.Fatalf("%s: acknowledged user message %s lost: final snapshot %s", who, o.msgID, final.raw)
+	}
+	code, body := callRetried(t, http.MethodGet, r.url("/threads/"+o.tid+"/messages"), "")
+	var snap struct {
+		Repo struct {
+			Messages []struct {
+				Message struct{ ID, Role string } `json:"message"`
+			} `json:"messages"`
+		} `json:"messageRepository"`
+		ActiveRun json.RawMessage `json:"active_run"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &snap) != nil {
+		t.Fatalf("%s: thread on %s: %d %s", who, r.name, code, body)
+	}
+	users := 0
+	for _, m := range snap.Repo.Messages {
+		if m.Message.Role == "user" {
+			users++
+		}
+	}
+	if users != 1 || len(snap.Repo.Messages) != 2 || string(snap.ActiveRun) != "null" {
+		t.Fatalf("%s: thread on %s holds %d user messages of %d, active run %s; want the one message %s, its reply and no active run",
+			who, r.name, users, len(snap.Repo.Messages), snap.ActiveRun, o.msgID)
+	}
+}
+
+func slicesIndex(rs []*replica, r *replica) int {
+	for i, x := range rs {
+		if x == r {
+			return i
+		}
+	}
+	return -1
 }
