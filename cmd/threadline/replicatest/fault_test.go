@@ -334,9 +334,12 @@ func TestPostgresRestartedMidStream(t *testing.T) {
 // past its lease while a second replica runs on the same database: the
 // second recovers the run (interrupted, after a run_interrupted error
 // event). Then the owner continues (SIGCONT): it finds its claim taken and
-// publishes nothing more, so its client, like the follower, has exactly
-// the stored log, ending with the recovered final snapshot, and both
-// replicas take new runs on the thread.
+// publishes nothing more, so its client, a second client that rejoined the
+// run on it, and the follower on the other replica all have exactly the
+// stored log, ending with the recovered final snapshot; both replicas take
+// new runs on the thread. A client that followed on the stalled replica a
+// run of the other replica gets, once it continues, exactly that run's
+// events, up to its end.
 func TestStalledOwnerFenced(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -344,6 +347,8 @@ func TestStalledOwnerFenced(t *testing.T) {
 	owner := startReplica(t, "replica0", db, env...)
 	other := startReplica(t, "replica1", db, env...)
 	f := startFaultRun(t, owner, other, "stall me", 20)
+	second, secondDone := readAll(followWithin(t, owner, f.tid, f.runID, 0, faultBound))
+	foreign := startFaultRun(t, other, owner, "followed on the stalled replica", 20)
 	owner.signal(syscall.SIGSTOP)
 	stopped := true
 	t.Cleanup(func() {
@@ -360,12 +365,34 @@ func TestStalledOwnerFenced(t *testing.T) {
 	owner.signal(syscall.SIGCONT)
 	stopped = false
 	f.wait(t)
+	waitFor(t, secondDone, "the second client's stream on the stalled owner")
 	next := f.check(t, "interrupted")
 	if n := len(f.liveEvs); n >= 3000 {
 		t.Fatalf("the stalled owner's client got %d events: the run was not stopped", n)
 	}
+	checkRun(t, "second client on the stalled owner", *second, 1, "interrupted")
+	sameEvents(t, "second client on the stalled owner", f.liveEvs[1:], (*second)[1:])
 	// The owner, running again, takes a run on the thread too.
 	f.takesNewRun(t, owner, next)
+	// The other replica's run, followed on the stalled one, goes on.
+	for foreign.watch.n.Load() < 40 {
+		select {
+		case <-foreign.done:
+			t.Fatalf("run %s ended before its follower on the stalled replica got 40 events", foreign.runID)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancelRun(t, other, foreign)
+	foreign.wait(t)
+	foreign.check(t, "cancelled")
+}
+
+// readAll reads s to its end in the background: the events are in *evs
+// once done is closed.
+func readAll(s *stream) (evs *[]event, done chan struct{}) {
+	evs, done = new([]event), make(chan struct{})
+	go func() { defer close(done); *evs = s.rest() }()
+	return evs, done
 }
 
 // cancelRun asks r to cancel f's run, again while it answers 503 (the
