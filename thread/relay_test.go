@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
 )
 
@@ -287,6 +288,62 @@ func TestRelayReaderStopsWithFollowers(t *testing.T) {
 	close(m.toks)
 	got = append(got, rest(t, again, againDone)...)
 	sameEvents(t, "a new follower", got, replay(t, st.Store, tid, r.ID))
+}
+
+// TestRelayThreadDeleted: when another process deletes the thread of a
+// run followed here, the reader's next read finds the run gone: it stops,
+// and its followers end with not_found.
+func TestRelayThreadDeleted(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, w := relaySetup(t, m, thread.Config{})
+	tid, r := startOn(t, owner)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs, done := followOn(ctx, other, tid, r.ID, nil)
+	next(t, evs)
+	m.toks <- "a"
+	next(t, evs)
+	if err := st.Store.ThreadDelete(context.Background(), "local", tid); err != nil {
+		t.Fatal(err)
+	}
+	w.poke(r.ID) // the delete's NOTIFY
+	for range evs {
+	}
+	if err := <-done; errcode.Of(err) != errcode.NotFound {
+		t.Fatalf("follow of a deleted run: got %v, want not_found", err)
+	}
+	waitFor(t, "the reader to stop", func() bool { return thread.RelayReaders(other) == 0 && w.open() == 0 })
+	close(m.toks)
+}
+
+// TestRelayReadRetried: a read of the log that fails is tried again, and
+// the followers get every event once it succeeds.
+func TestRelayReadRetried(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, _ := relaySetup(t, m, thread.Config{RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
+	var failures atomic.Int64
+	failed := make(chan struct{}, 16)
+	st.Fail = func(op string) error {
+		if op == "RunEventsAfter" && failures.Add(-1) >= 0 {
+			failed <- struct{}{}
+			return errInjected
+		}
+		return nil
+	}
+	tid, r := startOn(t, owner)
+	evs, done := followOn(context.Background(), other, tid, r.ID, nil)
+	seen := []thread.Event{next(t, evs)}
+	failures.Store(3)
+	m.toks <- "after failed reads"
+	for range 3 {
+		<-failed
+	}
+	seen = append(seen, next(t, evs))
+	close(m.toks)
+	seen = append(seen, rest(t, evs, done)...)
+	sameEvents(t, "a follower whose reader's reads failed", seen, replay(t, st.Store, tid, r.ID))
 }
 
 // waitFor polls cond until it holds, failing after a bound only a broken
