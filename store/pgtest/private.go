@@ -24,10 +24,18 @@ type Private struct {
 	URL string
 }
 
+// privateSlots bounds how many private clusters one test binary runs at
+// once: each is a whole server, and the machines that run the tests are
+// small.
+var privateSlots = make(chan struct{}, 3)
+
 // NewPrivate creates and starts a private cluster; it fails the test when
-// PostgreSQL is not installed or the cluster does not start.
+// PostgreSQL is not installed or the cluster does not start. It waits while
+// as many private clusters as privateSlots allows run for other tests.
 func NewPrivate(t testing.TB) *Private {
 	t.Helper()
+	privateSlots <- struct{}{}
+	t.Cleanup(func() { <-privateSlots })
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
