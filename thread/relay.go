@@ -34,6 +34,9 @@ type relay struct {
 	wg      sync.WaitGroup
 }
 
+// relayReadTimeout bounds one read of a reader.
+const relayReadTimeout = 10 * time.Second
+
 // reader is one run's reader. It waits for its first follower to have read
 // the log (seed) before it reads anything: its wake-up subscription,
 // taken before that follower's read, covers every commit since.
@@ -206,6 +209,10 @@ func (rd *reader) loop(ctx context.Context) {
 // run or its thread is gone).
 func (rd *reader) read(ctx context.Context) (bool, error) {
 	s := rd.rl.s
+	// Its followers wait on it alone: a read that hangs (a connection
+	// gone silent) is given up and tried again.
+	ctx, cancel := context.WithTimeout(ctx, relayReadTimeout)
+	defer cancel()
 	recs, _, err := s.logged(ctx, rd.run.ID, rd.pos)
 	if err != nil {
 		return false, err
