@@ -2,10 +2,13 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
@@ -245,4 +248,153 @@ func TestAgentRunConfigOverHTTP(t *testing.T) {
 		!strings.Contains(string(parts[1]), `"isError":true`) || !strings.Contains(string(parts[1]), "max_steps") {
 		t.Fatalf("max_steps 1: got status %+v parts %s, want incomplete/length and the call not run", msg.Status, parts)
 	}
+}
+
+// withToolSet gives the service these tools.
+func withToolSet(t *testing.T, tools ...tool.Tool) func(*options) {
+	return func(o *options) {
+		o.service = func(c *thread.Config) {
+			reg := tool.NewRegistry(0)
+			if err := reg.Add(tools...); err != nil {
+				t.Fatal(err)
+			}
+			c.Tools = reg
+		}
+	}
+}
+
+// finalMessage is the last message of a final snapshot, raw.
+func finalMessage(t *testing.T, ev event) (message, []json.RawMessage) {
+	t.Helper()
+	return ev.Messages[len(ev.Messages)-1], lastParts(t, ev.Raw)
+}
+
+// TestAgentApprovalOverHTTP: the demo's call of a tool marked approval
+// ends the run requires_action with the message waiting; a continuation
+// with no message and no run_config (it takes the turn's) approves it,
+// runs the tool and streams the answer into the same message; the thread
+// shows one assistant message, and the run reads requires_action.
+func TestAgentApprovalOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withToolSet(t, tool.Calculator{}, tool.NeedApproval(tool.Wait{})))
+	tid := newID()
+	_, evs := e.stream(tid, demoRun("please wait 0.1 seconds", nil))
+	last := checkRun(t, evs)
+	msg, parts := finalMessage(t, last)
+	if last.RunStatus != "requires_action" || msg.Status == nil || msg.Status.Type != "requires-action" || msg.Status.Reason != "tool-calls" {
+		t.Fatalf("first run: got %s, message status %+v; want requires_action, requires-action/tool-calls", last.RunStatus, msg.Status)
+	}
+	var call struct {
+		ToolCallID string          `json:"toolCallId"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(parts[len(parts)-1], &call); err != nil || call.Result != nil {
+		t.Fatalf("waiting call: got %s, want a tool-call without result", parts[len(parts)-1])
+	}
+	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+evs[0].RunID, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if !strings.Contains(string(b), `"status":"requires_action"`) {
+		t.Fatalf("GET run: got %s, want status requires_action", b)
+	}
+	body := map[string]any{"parent_message_id": msg.ID, "approvals": []any{map[string]any{"tool_call_id": call.ToolCallID, "approved": true}}}
+	_, evs2 := e.stream(tid, body)
+	last2 := checkContinued(t, evs2, msg.ID)
+	for _, ev := range evs2 {
+		if ev.Type != "snapshot" && ev.MessageID != msg.ID {
+			t.Fatalf("continuation event names message %s, want %s", ev.MessageID, msg.ID)
+		}
+	}
+	msg2, parts2 := finalMessage(t, last2)
+	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || msg2.Status.Type != "complete" || !strings.Contains(msg2.text(), "waited 0.1 seconds") {
+		t.Fatalf("continuation: got %s, message %+v; want succeeded, the same message complete with the answer", last2.RunStatus, msg2)
+	}
+	if !strings.Contains(string(parts2[len(parts2)-2]), `"isError":false`) {
+		t.Fatalf("approved call: got %s, want answered", parts2[len(parts2)-2])
+	}
+	runID, err := uuid.Parse(evs2[0].RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.store.RunEventsAfter(context.Background(), runID, 0)
+	if err != nil || len(recs) != len(evs2) {
+		t.Fatalf("the continuation's stored log: got %d records, %v; want %d", len(recs), err, len(evs2))
+	}
+	var stored strings.Builder
+	for _, r := range recs {
+		if r.Kind == thread.KindToken {
+			stored.WriteString(r.Text)
+		}
+	}
+	if stored.String() != tokensText(evs2) {
+		t.Fatalf("stored tokens: got %q, want %q", stored.String(), tokensText(evs2))
+	}
+	snap := e.snapshot(tid)
+	if len(snap.Messages) != 2 || snap.Messages[1].ID != msg.ID || len(snap.Repo.Messages) != 2 || *snap.Repo.HeadID != msg.ID {
+		t.Fatalf("thread: got %d messages, %d in the repository, head %v; want the question and the one turn", len(snap.Messages), len(snap.Repo.Messages), snap.Repo.HeadID)
+	}
+	resp, b = e.do("GET", "/api/v1/threads/"+tid+"/checkpoints", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if n := strings.Count(string(b), `"role":"assistant"`); n != 2 {
+		t.Fatalf("checkpoints: %d assistant checkpoints, want the waiting turn and its continuation", n)
+	}
+	_, evs3 := e.stream(tid, newMessage("and now?", &msg.ID))
+	checkRun(t, evs3)
+	snap = e.snapshot(tid)
+	if len(snap.Messages) != 4 || snap.Messages[1].ID != msg.ID || snap.Messages[1].Status.Type != "complete" {
+		t.Fatalf("a message under the turn: got path %+v, want it after the continued turn", snap.Messages)
+	}
+}
+
+// TestAgentClientToolOverHTTP: a client tool the run declares is told to
+// the model and never run: its call ends the run requires_action, and the
+// caller's tool_results continue the turn.
+func TestAgentClientToolOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withToolSet(t, tool.Calculator{}))
+	tid := newID()
+	clock := map[string]any{"name": "clock", "description": "the user's clock", "parameters": map[string]any{"type": "object"}, "client": true}
+	_, evs := e.stream(tid, demoRun("what time is it?", map[string]any{"tools": []any{"calculator", clock}}))
+	last := checkRun(t, evs)
+	msg, parts := finalMessage(t, last)
+	if last.RunStatus != "requires_action" || !strings.Contains(string(parts[len(parts)-1]), `"toolName":"clock"`) {
+		t.Fatalf("first run: got %s with %s, want requires_action on a clock call", last.RunStatus, parts)
+	}
+	var call struct {
+		ToolCallID string `json:"toolCallId"`
+	}
+	_ = json.Unmarshal(parts[len(parts)-1], &call)
+	result := map[string]any{"time": "2026-01-02T03:04:05Z", "timezone": "UTC", "weekday": "Friday", "unix": 1767323045}
+	body := map[string]any{"parent_message_id": msg.ID, "tool_results": []any{map[string]any{"tool_call_id": call.ToolCallID, "result": result}}}
+	_, evs2 := e.stream(tid, body)
+	last2 := checkContinued(t, evs2, msg.ID)
+	msg2, _ := finalMessage(t, last2)
+	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || !strings.Contains(msg2.text(), "03:04") {
+		t.Fatalf("continuation: got %s, %q; want the answer with the client's time", last2.RunStatus, msg2.text())
+	}
+	resp, b := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", body)
+	wantStatus(t, resp, b, http.StatusUnprocessableEntity, "invalid_fork")
+}
+
+// checkContinued is checkRun for a continuation, whose first snapshot
+// already holds the turn so far under the turn's message id.
+func checkContinued(t *testing.T, evs []event, msgID string) event {
+	t.Helper()
+	if len(evs) < 2 {
+		t.Fatalf("stream has %d events, want at least 2", len(evs))
+	}
+	first, last := evs[0], evs[len(evs)-1]
+	lastMsg := first.Messages[len(first.Messages)-1]
+	if first.Type != "snapshot" || first.RunStatus != "running" || *first.Repo.HeadID != msgID || lastMsg.ID != msgID ||
+		lastMsg.Status.Type != "running" || lastMsg.Metadata.Custom.CheckpointID != nil {
+		t.Fatalf("first event: got %s, want a running snapshot of message %s", first.Raw, msgID)
+	}
+	for i, ev := range evs {
+		if ev.Sequence != int64(i+1) || ev.RunID != first.RunID {
+			t.Fatalf("event %d: got sequence %d of run %s", i, ev.Sequence, ev.RunID)
+		}
+	}
+	if last.Type != "snapshot" || last.RunStatus == "running" || last.Repo == nil {
+		t.Fatalf("last event: got %s, want a final snapshot", last.Raw)
+	}
+	return last
 }

@@ -33,6 +33,9 @@ type runBody struct {
 	SourceMessageID *string           `json:"source_message_id"`
 	RunConfig       *thread.RunConfig `json:"run_config"`
 	OnDisconnect    string            `json:"on_disconnect"`
+	// Continuing a turn that waits (requires_action).
+	ToolResults []thread.ToolResult `json:"tool_results"`
+	Approvals   []thread.Approval   `json:"approvals"`
 }
 
 // decodeContent accepts "text" or an array of text and image parts.
@@ -80,6 +83,7 @@ func (s *Server) startRun(c echo.Context) error {
 		req.Config = *body.RunConfig
 	}
 	req.OnDisconnect = body.OnDisconnect
+	req.ToolResults, req.Approvals = body.ToolResults, body.Approvals
 	if m := body.Message; m != nil {
 		um := &thread.UserMessage{}
 		if um.ID, err = optUUID("message.id", m.ID); err != nil {

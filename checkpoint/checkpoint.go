@@ -601,17 +601,115 @@ func WireMessage(n *Node) Message {
 	return m
 }
 
+// Agent turns that waited for a person (a client tool's result, an
+// approval) are continued by appending: the continuation is an assistant
+// checkpoint under the waiting one, holding the whole turn so far. A chain
+// of assistant checkpoints is one message on the wire: its first
+// checkpoint's id (the turn's id, which its runs stream into), its last
+// checkpoint's content, status and checkpointId.
+
+// continues reports whether node i continues its parent's turn.
+func (t *Tree) continues(i int) bool {
+	p := t.par[i]
+	return p >= 0 && t.nodes[i].Role == RoleAssistant && t.nodes[p].Role == RoleAssistant
+}
+
+// turnRoot returns the position of the first checkpoint of i's turn.
+func (t *Tree) turnRoot(i int) int {
+	for t.continues(i) {
+		i = int(t.par[i])
+	}
+	return i
+}
+
+// WireID returns the message id the client knows checkpoint id by: the
+// turn's id for a continuation, else id itself.
+func (t *Tree) WireID(id uuid.UUID) uuid.UUID {
+	i, ok := t.pos(id)
+	if !ok {
+		return id
+	}
+	return t.nodes[t.turnRoot(i)].ID
+}
+
+// TurnTip returns the newest checkpoint of the turn whose message id is
+// id: the end of its chain of continuations (the node itself when it was
+// never continued), or nil when id is not in the tree.
+func (t *Tree) TurnTip(id uuid.UUID) *Node {
+	i, ok := t.pos(id)
+	if !ok {
+		return nil
+	}
+	for {
+		next := -1
+		for j := i + 1; j < len(t.nodes); j++ {
+			if int(t.par[j]) == i && t.continues(j) {
+				next = j
+				break
+			}
+		}
+		if next < 0 {
+			return &t.nodes[i]
+		}
+		i = next
+	}
+}
+
+// tips maps each turn's first checkpoint to its last, or nil when no turn
+// of the tree was continued.
+func (t *Tree) tips() map[int]int {
+	var tips map[int]int
+	for j := range t.nodes {
+		if t.continues(j) {
+			if tips == nil {
+				tips = map[int]int{}
+			}
+			tips[t.turnRoot(j)] = j // later continuations come later
+		}
+	}
+	return tips
+}
+
+// wireMessage is node i as the client sees it: a turn's first checkpoint
+// shows its last one under the first one's id.
+func (t *Tree) wireMessage(i int, tips map[int]int) Message {
+	tip, ok := tips[i]
+	if !ok {
+		return WireMessage(&t.nodes[i])
+	}
+	m := WireMessage(&t.nodes[tip])
+	m.ID, m.CreatedAt = t.nodes[i].ID, t.nodes[i].CreatedAt.UTC()
+	return m
+}
+
+// CollapseTurns returns path with each turn's checkpoints but its last
+// left out: what the model and the client see of a path.
+func CollapseTurns(path []*Node) []*Node {
+	out := path[:0:0]
+	for k, n := range path {
+		if n.Role == RoleAssistant && k+1 < len(path) && path[k+1].Role == RoleAssistant {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // Export returns the path from the root to the resolved head and the whole
 // tree as an ExportedMessageRepository: parents before children, siblings in
-// creation order, headId a leaf (null only for an empty tree).
+// creation order, headId a leaf (null only for an empty tree). A continued
+// agent turn is one message (see TurnTip).
 func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
+	tips := t.tips()
 	repo.Messages = make([]RepositoryItem, 0, len(t.nodes))
 	for i := range t.nodes {
-		n := &t.nodes[i]
-		item := RepositoryItem{Message: WireMessage(n)}
-		if n.ParentID != uuid.Nil {
-			p := n.ParentID
-			item.ParentID = &p
+		if tips != nil && t.continues(i) {
+			continue
+		}
+		item := RepositoryItem{Message: t.wireMessage(i, tips)}
+		if p := t.par[i]; p >= 0 {
+			pid := t.nodes[t.turnRoot(int(p))].ID
+			item.ParentID = &pid
 		}
 		repo.Messages = append(repo.Messages, item)
 	}
@@ -620,9 +718,19 @@ func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
 	if h == uuid.Nil {
 		return path, repo
 	}
+	refs := t.PathRefs(h)
+	if tips != nil {
+		refs = CollapseTurns(refs)
+		h = t.WireID(h)
+	}
 	repo.HeadID = &h
-	for _, n := range t.PathRefs(h) {
-		path = append(path, WireMessage(n))
+	for _, n := range refs {
+		if tips == nil {
+			path = append(path, WireMessage(n))
+			continue
+		}
+		i, _ := t.pos(n.ID)
+		path = append(path, t.wireMessage(t.turnRoot(i), tips))
 	}
 	return path, repo
 }

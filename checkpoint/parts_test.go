@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/threadline/threadline/checkpoint"
 )
 
@@ -98,5 +100,54 @@ func TestArgsObject(t *testing.T) {
 		if got := checkpoint.ArgsObject(tc.in); string(got) != tc.want {
 			t.Errorf("ArgsObject(%q) = %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestContinuedTurnExport: a turn continued by appending (an assistant
+// checkpoint under the waiting one) is one message on the wire: the
+// first checkpoint's id and position, the last one's content and status,
+// and the next user message under it by that id.
+func TestContinuedTurnExport(t *testing.T) {
+	t.Parallel()
+	tid := uuid.New()
+	u := checkpoint.Node{ID: uuid.New(), ThreadID: tid, Seq: 1, Role: checkpoint.RoleUser, Content: []checkpoint.Part{{Type: "text", Text: "q"}}}
+	wait := checkpoint.Node{ID: uuid.New(), ThreadID: tid, ParentID: u.ID, Seq: 2, Role: checkpoint.RoleAssistant,
+		Content: []checkpoint.Part{{Type: "tool-call", ToolCallID: "c1", ToolName: "ask"}}, Status: &checkpoint.Status{Type: "requires-action", Reason: "tool-calls"}}
+	other := checkpoint.Node{ID: uuid.New(), ThreadID: tid, ParentID: u.ID, Seq: 3, Role: checkpoint.RoleAssistant,
+		Content: []checkpoint.Part{{Type: "text", Text: "sibling"}}, Status: &checkpoint.Status{Type: "complete", Reason: "stop"}}
+	cont := checkpoint.Node{ID: uuid.New(), ThreadID: tid, ParentID: wait.ID, Seq: 4, Role: checkpoint.RoleAssistant,
+		Content: []checkpoint.Part{{Type: "tool-call", ToolCallID: "c1", ToolName: "ask", Result: json.RawMessage(`"yes"`)}, {Type: "text", Text: "done"}},
+		Status:  &checkpoint.Status{Type: "complete", Reason: "stop"}}
+	next := checkpoint.Node{ID: uuid.New(), ThreadID: tid, ParentID: cont.ID, Seq: 5, Role: checkpoint.RoleUser, Content: []checkpoint.Part{{Type: "text", Text: "more"}}}
+	tree, err := checkpoint.NewTree([]checkpoint.Node{u, wait, other, cont, next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tip := tree.TurnTip(wait.ID); tip == nil || tip.ID != cont.ID {
+		t.Fatalf("TurnTip(wait): got %v, want the continuation", tip)
+	}
+	if got := tree.WireID(cont.ID); got != wait.ID {
+		t.Fatalf("WireID(continuation): got %s, want the turn's id %s", got, wait.ID)
+	}
+	path, repo := tree.Export(wait.ID)
+	if len(path) != 3 || path[1].ID != wait.ID || path[1].Content[1].Text != "done" || path[1].Status.Type != "complete" ||
+		*path[1].Metadata.Custom.CheckpointID != cont.ID || path[2].ID != next.ID {
+		t.Fatalf("path: got %+v, want the question, the turn as one message with the continuation's content, the next message", path)
+	}
+	if repo.HeadID == nil || *repo.HeadID != next.ID {
+		t.Fatalf("headId: got %v, want %s", repo.HeadID, next.ID)
+	}
+	var ids []uuid.UUID
+	for _, it := range repo.Messages {
+		ids = append(ids, it.Message.ID)
+		if it.Message.ID == next.ID && (it.ParentID == nil || *it.ParentID != wait.ID) {
+			t.Fatalf("the next message's parentId: got %v, want the turn's id", it.ParentID)
+		}
+	}
+	if len(ids) != 4 || ids[0] != u.ID || ids[1] != wait.ID || ids[2] != other.ID || ids[3] != next.ID {
+		t.Fatalf("repository order: got %v, want question, turn, sibling, next", ids)
+	}
+	if got := checkpoint.CollapseTurns(tree.PathRefs(next.ID)); len(got) != 3 || got[1].ID != cont.ID {
+		t.Fatalf("CollapseTurns: got %d nodes, want 3 with the continuation", len(got))
 	}
 }

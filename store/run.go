@@ -311,6 +311,12 @@ func compactRecords(in thread.RunFinish) ([]byte, error) {
 	}
 	data, err := encodeSegment(in.Records, true, in.Assistant.Text())
 	if err != nil {
+		// The tokens are not the reply's whole text: a continuation of an
+		// agent turn, whose reply holds the turn's earlier text too. Its
+		// log keeps its tokens' texts.
+		data, err = encodeSegment(in.Records, false, "")
+	}
+	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", in.Run.ID, err)
 	}
 	return data, nil

@@ -94,8 +94,10 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 		var text string
 		if len(sg.data) > 0 && sg.data[0] == segCompact {
 			var content []byte
-			err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id AND c.id = r.message_id
-				WHERE r.id = $1`, runID).Scan(&content)
+			// The run's reply: its message, or the checkpoint a continuation
+			// of an agent turn appends under the run's own id.
+			err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id
+				AND c.id IN (r.message_id, r.id) AND c.run_id = r.id WHERE r.id = $1`, runID).Scan(&content)
 			if err != nil {
 				return nil, fmt.Errorf("read run reply: %w", interpretError(err))
 			}
@@ -104,7 +106,9 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 				return nil, fmt.Errorf("read run reply: %w", err)
 			}
 			for _, p := range parts {
-				text += p.Text
+				if p.Type == checkpoint.PartText {
+					text += p.Text
+				}
 			}
 		}
 		recs, err := decodeSegment(sg.first, sg.last, sg.data, text)

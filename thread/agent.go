@@ -74,7 +74,7 @@ func (t *turnRun) add(rec Record) {
 func (t *turnRun) snapshot() {
 	r := t.ar.run
 	t.w.setSnapshot(t.seq+1, &Snapshot{ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: t.tree,
-		Running: runningNode(r, t.fold.content()), Head: r.MessageID})
+		Running: runningNode(r, t.tree, t.fold.content()), Head: r.MessageID})
 	t.add(Record{Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq})
 }
 
@@ -120,9 +120,12 @@ func (t *turnRun) callID(id string) string {
 // drive runs the model: one Stream call for a chat model; for a Stepper,
 // steps until one calls no tool, running each step's tool calls in
 // between, at most max steps (then the run ends with stop reason length
-// and the last step's calls answered as not run). Every call left without
-// a result when the run ends otherwise (an error, a cancel) is answered
-// as an error, so the turn shows no call running.
+// and the last step's calls answered as not run). A step that calls a
+// tool that waits for a person (see waits) ends the run with stop reason
+// tool-calls once its other calls are answered. A continuation first
+// logs its answers and runs the approved calls. Every call left without a
+// result when the run ends otherwise (an error, a cancel) is answered as
+// an error, so the turn shows no call running.
 func (s *Service) drive(t *turnRun, m Model, req ModelRequest, cfg RunConfig) (ModelResult, error) {
 	ctx := t.ar.ctx
 	st, ok := m.(Stepper)
@@ -143,6 +146,12 @@ func (s *Service) drive(t *turnRun, m Model, req ModelRequest, cfg RunConfig) (M
 	base := sreq.Messages
 	maxSteps := cmp(cfg.MaxSteps, DefaultMaxSteps)
 	var res ModelResult
+	if ans := t.ar.run.answers; ans != nil {
+		if err := t.answer(ctx, cfg, ans); err != nil {
+			t.answerAll(unrunReason(ctx))
+			return res, err
+		}
+	}
 	for n := 1; ; n++ {
 		t.ids, t.opened = map[string]string{}, nil
 		sreq.Messages = t.messages(base)
@@ -161,9 +170,16 @@ func (s *Service) drive(t *turnRun, m Model, req ModelRequest, cfg RunConfig) (M
 			res.StopReason = step.StopLength
 			return res, nil
 		}
-		if err := t.runCalls(ctx, cfg); err != nil {
-			t.answerAll(unrunReason(ctx))
-			return res, err
+		run, waiting := t.s.partition(cfg, t.stepCalls())
+		if len(run) > 0 {
+			if err := t.runCalls(ctx, cfg, run); err != nil {
+				t.answerAll(unrunReason(ctx))
+				return res, err
+			}
+		}
+		if waiting {
+			res.StopReason = step.StopToolCalls // requires action
+			return res, nil
 		}
 		t.snapshot()
 	}
@@ -229,13 +245,13 @@ func (t *turnRun) messages(base []step.Message) []step.Message {
 type pendingCall struct {
 	id, name string
 	args     json.RawMessage
+	approved bool // a person approved it
 }
 
 // runCalls runs this step's calls, in parallel when there are several,
 // and logs each result as it comes. It returns ctx's error once every
 // call has returned when the run was cancelled meanwhile.
-func (t *turnRun) runCalls(ctx context.Context, cfg RunConfig) error {
-	calls := t.stepCalls()
+func (t *turnRun) runCalls(ctx context.Context, cfg RunConfig, calls []pendingCall) error {
 	type answer struct {
 		c   pendingCall
 		res tool.Result
@@ -286,7 +302,7 @@ func (s *Service) callTool(ctx context.Context, cfg RunConfig, c pendingCall) to
 	if s.cfg.Tools == nil || !cfg.allows(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
-	if s.needsApproval(c.name) {
+	if !c.approved && s.needsApproval(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("not run: %s needs a person's approval, which this service cannot ask for yet", c.name))
 	}
 	res, err := s.cfg.Tools.Call(ctx, c.name, c.args)
@@ -306,19 +322,31 @@ func (s *Service) needsApproval(name string) bool {
 	return false
 }
 
-// runTools returns the specs of the server tools a run may call.
+// runTools returns the specs of the tools a run may call: the server
+// tools it allows, then its client tools.
 func (s *Service) runTools(cfg RunConfig) []tool.Spec {
-	if s.cfg.Tools == nil {
-		return nil
-	}
-	all := s.cfg.Tools.Specs()
-	out := all[:0:0]
-	for _, sp := range all {
-		if cfg.allows(sp.Name) {
-			out = append(out, sp)
+	var out []tool.Spec
+	if s.cfg.Tools != nil {
+		for _, sp := range s.cfg.Tools.Specs() {
+			if cfg.allows(sp.Name) {
+				out = append(out, sp)
+			}
 		}
 	}
-	return out
+	return append(out, cfg.clientSpecs()...)
+}
+
+// partition splits a step's calls into those to run now and reports
+// whether any other waits for a person.
+func (s *Service) partition(cfg RunConfig, calls []pendingCall) (run []pendingCall, waiting bool) {
+	for _, c := range calls {
+		if s.waits(cfg, c.name) {
+			waiting = true
+			continue
+		}
+		run = append(run, c)
+	}
+	return run, waiting
 }
 
 // stepRequest converts a chat request to a step request with tools.
@@ -469,9 +497,7 @@ func (s *Service) checkTools(c RunConfig) error {
 		switch {
 		case t.Client && server[t.Name]:
 			return errcode.New(errcode.Invalid, "run_config.tools[%d]: client tool %q has a server tool's name", i, t.Name)
-		case t.Client:
-			return errcode.New(errcode.Invalid, "run_config.tools[%d]: client tools are not supported yet", i)
-		case !server[t.Name]:
+		case !t.Client && !server[t.Name]:
 			return errcode.New(errcode.Invalid, "run_config.tools[%d]: there is no server tool %q (GET /api/v1/tools lists them)", i, t.Name)
 		}
 	}

@@ -348,21 +348,3 @@ func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 		t.Fatalf("the tool ran %d times, want once", runs.Load())
 	}
 }
-
-// TestAgentApprovalToolNotRun: a tool marked approval is never run
-// without a person's approval: its call answers isError.
-func TestAgentApprovalToolNotRun(t *testing.T) {
-	t.Parallel()
-	var ran atomic.Int64
-	danger := tool.NeedApproval(funcTool{"danger", func(context.Context, json.RawMessage) (tool.Result, error) {
-		ran.Add(1)
-		return tool.ValueResult("done"), nil
-	}})
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "danger", `{}`)}, {text("ok")}}}
-	svc, _, _ := fakeSetup(t, m, thread.Config{Tools: registry(t, danger)})
-	_, r, evs := runAgent(t, svc, "do it", thread.RunConfig{})
-	c := reply(t, evs, r).Content
-	if ran.Load() != 0 || len(c) != 2 || !c[0].IsError || !strings.Contains(string(c[0].Result), "approval") {
-		t.Fatalf("approval tool ran %d times, reply %+v; want not run, answered isError", ran.Load(), c)
-	}
-}

@@ -245,19 +245,10 @@ func (s *Service) storedTail(ctx context.Context, r *Run, last int64) (recs []Re
 // yet); the one the snapshots among recs need is returned. Errors are the
 // store's.
 func (s *Service) events(ctx context.Context, caller string, r *Run, recs []Record, tree *checkpoint.Tree) ([]Event, *checkpoint.Tree, error) {
-	// fold is the running message before each record: a running snapshot
-	// (the first event, and one after each agent step) shows it, so the
-	// earlier records are folded first when there is one.
-	var fold turn
-	if len(recs) > 0 && recs[0].Seq > 1 && hasRunningSnapshot(recs) {
-		prior, _, err := s.logged(ctx, r.ID, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range prior[:min(len(prior), int(recs[0].Seq-1))] {
-			fold.add(&prior[i])
-		}
-	}
+	// fold is the running message before each record, from the first
+	// running snapshot (the first event, and one after each agent step)
+	// on: see foldBefore.
+	var fold *turn
 	evs := make([]Event, 0, len(recs))
 	for i, rec := range recs {
 		var running []checkpoint.Part
@@ -266,12 +257,19 @@ func (s *Service) events(ctx context.Context, caller string, r *Run, recs []Reco
 			if tree, err = s.treeAt(ctx, caller, r, tree, rec.TreeSeq); err != nil {
 				return nil, nil, err
 			}
+			if !rec.Status.Done() && fold == nil {
+				if fold, err = s.foldBefore(ctx, r, tree, recs, i); err != nil {
+					return nil, nil, err
+				}
+			}
 			if !rec.Status.Done() {
 				running = fold.content()
 			}
 		}
 		evs = append(evs, s.event(r, rec, tree, running))
-		fold.add(&recs[i])
+		if fold != nil {
+			fold.add(&recs[i])
+		}
 	}
 	return evs, tree, nil
 }
@@ -297,6 +295,25 @@ func (s *Service) treeAt(ctx context.Context, caller string, r *Run, tree *check
 	return s.tree(ctx, th)
 }
 
+// foldBefore returns the run's running message before recs[i]: the turn
+// it continues, if any, then its records from sequence 1.
+func (s *Service) foldBefore(ctx context.Context, r *Run, tree *checkpoint.Tree, recs []Record, i int) (*turn, error) {
+	fold := seeded(r, tree)
+	if recs[0].Seq > 1 {
+		prior, _, err := s.logged(ctx, r.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		for j := range prior[:min(int(recs[0].Seq-1), len(prior))] {
+			fold.add(&prior[j])
+		}
+	}
+	for j := range recs[:i] {
+		fold.add(&recs[j])
+	}
+	return &fold, nil
+}
+
 // event rebuilds a stream event from its log record.
 // running is the running message's content at a running snapshot.
 func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, running []checkpoint.Part) Event {
@@ -305,16 +322,7 @@ func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, running []che
 	}
 	snap := &Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
 	if !rec.Status.Done() {
-		snap.Running = runningNode(r, running)
+		snap.Running = runningNode(r, tree, running)
 	}
 	return Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
-}
-
-func hasRunningSnapshot(recs []Record) bool {
-	for _, r := range recs {
-		if r.Kind == KindSnapshot && !r.Status.Done() {
-			return true
-		}
-	}
-	return false
 }

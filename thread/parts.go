@@ -127,18 +127,6 @@ func (t *turn) unanswered() []string {
 	return ids
 }
 
-// foldParts folds recs into a message's content and returns the last
-// record's sequence.
-func foldParts(recs []Record) ([]checkpoint.Part, int64) {
-	var t turn
-	var last int64
-	for i := range recs {
-		t.add(&recs[i])
-		last = recs[i].Seq
-	}
-	return t.content(), last
-}
-
 // hasCall reports whether a tool call of id is open in the turn.
 func (t *turn) hasCall(id string) bool {
 	_, ok := t.calls[id]

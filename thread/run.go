@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -32,7 +33,28 @@ type RunRequest struct {
 	SourceID     uuid.UUID
 	Config       RunConfig
 	OnDisconnect string // "continue" (default) or "cancel"
+	// ToolResults and Approvals continue a turn that waits (its run ended
+	// requires_action): no Message, ParentID the turn's message.
+	ToolResults []ToolResult
+	Approvals   []Approval
 }
+
+// ToolResult answers a client tool's call.
+type ToolResult struct {
+	CallID  string          `json:"tool_call_id"`
+	Result  json.RawMessage `json:"result"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+// Approval approves or rejects a call of a tool marked approval.
+type Approval struct {
+	CallID   string `json:"tool_call_id"`
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// continuation reports whether the request continues a waiting turn.
+func (r *RunRequest) continuation() bool { return len(r.ToolResults) > 0 || len(r.Approvals) > 0 }
 
 // Validate checks the request's own shape; invalid_request names the field.
 func (r *RunRequest) Validate() error {
@@ -45,6 +67,9 @@ func (r *RunRequest) Validate() error {
 		return errcode.New(errcode.Invalid, "run_config.temperature must be between 0 and 2")
 	}
 	if err := r.Config.validateAgent(); err != nil {
+		return err
+	}
+	if err := r.validateAnswers(); err != nil {
 		return err
 	}
 	if bytes.Contains(r.Config.Custom, []byte(`\u0000`)) {
@@ -335,6 +360,12 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree *checkpoint.Tree, req RunRequest,
 	model Model, modelName string, create bool) (*Run, bool, error) {
 	threadID := th.ID
+	if !req.continuation() {
+		// A message under a continued turn goes under its newest checkpoint.
+		if n := tree.Get(req.ParentID); n != nil && n.Role == checkpoint.RoleAssistant {
+			req.ParentID = tree.TurnTip(req.ParentID).ID
+		}
+	}
 	var user *checkpoint.Node
 	if m := req.Message; m != nil {
 		if m.ID != uuid.Nil {
@@ -351,7 +382,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 			user.ID = uuid.New()
 		}
 	}
-	fork, err := tree.ResolveFork(checkpoint.ForkRequest{HasMessage: user != nil, ParentID: req.ParentID, SourceID: req.SourceID})
+	fork, turnID, err := s.resolveFork(ctx, th, tree, &req, &model, &modelName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -367,7 +398,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	now := s.now()
 	r := Run{
 		ID: uuid.New(), ThreadID: threadID, Status: RunRunning, ParentID: fork.AssistantParent,
-		MessageID: uuid.New(), Model: modelName, Config: req.Config, Owner: s.cfg.Owner,
+		MessageID: turnID, Model: modelName, Config: req.Config, Owner: s.cfg.Owner,
 		LeaseUntil: now.Add(s.cfg.Lease), TreeSeq: th.LastSeq, CreatedAt: now,
 	}
 	if user != nil {
@@ -379,6 +410,9 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	}
 	created := &r
 	created.LastSequence = 1
+	if req.continuation() {
+		created.answers = &answers{results: req.ToolResults, approvals: req.Approvals}
+	}
 	created.first = &presub{sub: s.hub.Subscribe(r.ID)}
 	if user != nil {
 		if tree, err = tree.Append(*user); err != nil {
@@ -442,6 +476,32 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 	return created, false, nil
 }
 
+// resolveFork resolves where the run's nodes go and the id of its reply's
+// message: a new one, or for a continuation the waiting turn's, whose
+// run_config (and so model) it takes when it names none. Errors as
+// ResolveFork and waitingTip.
+func (s *Service) resolveFork(ctx context.Context, th *Thread, tree *checkpoint.Tree, req *RunRequest, model *Model, modelName *string) (checkpoint.Fork, uuid.UUID, error) {
+	if !req.continuation() {
+		fork, err := tree.ResolveFork(checkpoint.ForkRequest{HasMessage: req.Message != nil, ParentID: req.ParentID, SourceID: req.SourceID})
+		return fork, uuid.New(), err
+	}
+	tip, err := s.waitingTip(tree, *req)
+	if err != nil {
+		return checkpoint.Fork{}, uuid.Nil, err
+	}
+	inherited, err := s.inheritConfig(ctx, th.ID, tip, req.Config)
+	if err != nil {
+		return checkpoint.Fork{}, uuid.Nil, err
+	}
+	if !reflect.DeepEqual(inherited, req.Config) {
+		req.Config = inherited
+		if *model, *modelName, err = s.models.Resolve(inherited.Model); err != nil {
+			return checkpoint.Fork{}, uuid.Nil, err
+		}
+	}
+	return checkpoint.Fork{AssistantParent: tip.ID}, tree.WireID(tip.ID), nil
+}
+
 // leaveThread marks the thread free of r: called once r's end is durable
 // (or r failed), before its final event goes out, so a client that reads
 // that event can start the next run at once.
@@ -500,7 +560,12 @@ func (s *Service) attachments(ctx context.Context, caller string, ids []uuid.UUI
 // from the root to the message being answered, trimmed from the oldest end
 // to the model's context budget.
 func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *Run, cfg RunConfig) (ModelRequest, error) {
-	path := tree.PathRefs(r.ParentID)
+	// A continued turn is its newest checkpoint; the turn a continuation
+	// runs is not history but the run's own (see seeded).
+	path := checkpoint.CollapseTurns(tree.PathRefs(r.ParentID))
+	if n := len(path); n > 0 && path[n-1].Role == checkpoint.RoleAssistant {
+		path = path[:n-1]
+	}
 	msgs := make([]ModelMessage, 0, len(path)+1)
 	for _, n := range path {
 		mm := ModelMessage{Role: n.Role, Parts: n.Content, Attachments: n.Attachments}
@@ -697,10 +762,11 @@ func (s *Service) publish(w *logWriter, batch []Record, since time.Time) {
 // the outcome of whichever commit writes the start.
 func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate, started chan<- error) {
 	r := ar.run
+	w := ar.log
+	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: seeded(r, tree)}
 	firstRec := firstRecord(r)
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
-		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, nil), Head: r.MessageID}}
-	w := ar.log
+		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, tree, t.fold.content()), Head: r.MessageID}}
 	commitStart := func() {
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and is written whole
@@ -726,7 +792,6 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	} else {
 		commitStart()
 	}
-	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1}
 	res, err := s.drive(t, model, req, r.Config)
 	merged := w.claimStart(startMerged)
 	if merged {
@@ -749,19 +814,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		return
 	}
 
-	status, st := RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}
-	var runErr *RunError
-	me, coded := errcode.As(err)
-	switch {
-	case ar.ctx.Err() != nil && ar.reason() != "":
-		status, st = RunCancelled, &checkpoint.Status{Type: "incomplete", Reason: "cancelled"}
-	case coded && me.Code.IsModel():
-		status, runErr = RunFailed, &RunError{Code: me.Code, Message: storable(me.Message)}
-	case err != nil:
-		status, runErr = RunFailed, &RunError{Code: errcode.ModelError, Message: storable(err.Error())}
-	case res.StopReason == "length":
-		st = &checkpoint.Status{Type: "incomplete", Reason: "length"}
-	}
+	status, st, runErr := endStatus(ar, res, err)
 	if runErr != nil {
 		st = &checkpoint.Status{Type: "incomplete", Reason: "error", Error: runErr.Message}
 		errRec := Record{Seq: t.seq + 1, Kind: KindError, Text: runErr.Message, Code: runErr.Code}
@@ -800,6 +853,26 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	}
 }
 
+// endStatus is how a run ends: its status, its reply's status and its
+// error, from the model's result and error.
+func endStatus(ar *activeRun, res ModelResult, err error) (RunStatus, *checkpoint.Status, *RunError) {
+	me, coded := errcode.As(err)
+	switch {
+	case ar.ctx.Err() != nil && ar.reason() != "":
+		return RunCancelled, &checkpoint.Status{Type: "incomplete", Reason: "cancelled"}, nil
+	case coded && me.Code.IsModel():
+		return RunFailed, nil, &RunError{Code: me.Code, Message: storable(me.Message)}
+	case err != nil:
+		return RunFailed, nil, &RunError{Code: errcode.ModelError, Message: storable(err.Error())}
+	case res.StopReason == "length":
+		return RunSucceeded, &checkpoint.Status{Type: "incomplete", Reason: "length"}, nil
+	case res.StopReason == "tool-calls":
+		st := waitingStatus
+		return RunRequiresAction, &st, nil
+	}
+	return RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}, nil
+}
+
 // firstRecord is a run's first log record: its running snapshot.
 func firstRecord(r *Run) Record {
 	return Record{Seq: 1, Kind: KindSnapshot, Status: RunRunning, TreeSeq: r.TreeSeq}
@@ -835,7 +908,7 @@ type finishing struct {
 func (s *Service) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
-		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
 		Content: f.content, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
 	}
 	final := Record{Seq: all[len(all)-1].Seq + 1, Kind: KindSnapshot, Status: status, TreeSeq: asst.Seq}
@@ -895,8 +968,11 @@ func (s *Service) tailEvent(f finishing, rec *Record, tree *checkpoint.Tree, all
 			return Event{Type: KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 		}
 	}
-	content, _ := foldParts(all[:rec.Seq-1])
-	return s.event(r, *rec, tree, content)
+	fold := seeded(r, tree)
+	for i := range all[:rec.Seq-1] {
+		fold.add(&all[i])
+	}
+	return s.event(r, *rec, tree, fold.content())
 }
 
 // endUnwritten settles a run whose end could not be written: nothing more
@@ -1179,7 +1255,7 @@ func (s *Service) recoverRun(ctx context.Context, r *Run) error {
 	}
 	// Calls that have no result were cut off: they are answered, never
 	// run again.
-	var fold turn
+	fold := seeded(r, tree)
 	for i := range recs {
 		fold.add(&recs[i])
 	}

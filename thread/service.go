@@ -420,21 +420,27 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*T
 				continue // it ended between the reads; read again
 			}
 		}
-		parts, last := foldParts(recs)
-		snap.Running = runningNode(r, parts)
+		fold := seeded(r, t)
+		var last int64
+		for i := range recs {
+			fold.add(&recs[i])
+			last = recs[i].Seq
+		}
+		snap.Running = runningNode(r, t, fold.content())
 		snap.ActiveRun = &ActiveRun{RunID: r.ID, MessageID: r.MessageID, Sequence: last}
 		return snap, nil
 	}
 }
 
 // runningNode is the run's assistant message while it runs, holding
-// content (nil: one empty text part).
-func runningNode(r *Run, content []checkpoint.Part) *checkpoint.Node {
+// content (nil: one empty text part), with the id of the checkpoint it
+// becomes in tree.
+func runningNode(r *Run, tree *checkpoint.Tree, content []checkpoint.Part) *checkpoint.Node {
 	if content == nil {
 		content = []checkpoint.Part{{Type: checkpoint.PartText}}
 	}
 	return &checkpoint.Node{
-		ID: r.MessageID, ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
+		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
 		Content: content, Status: &checkpoint.Status{Type: "running"},
 		RunID: r.ID, CreatedAt: r.CreatedAt, Running: true,
 	}

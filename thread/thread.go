@@ -62,6 +62,9 @@ const (
 	RunFailed      RunStatus = "failed"
 	RunCancelled   RunStatus = "cancelled"
 	RunInterrupted RunStatus = "interrupted"
+	// RunRequiresAction ends a run whose turn waits for a person: a client
+	// tool's result or an approval. A continuation run goes on with it.
+	RunRequiresAction RunStatus = "requires_action"
 )
 
 // Done reports whether the status is final.
@@ -158,6 +161,8 @@ type Run struct {
 	// first is the subscription StartRun made before the run's first
 	// event, for the caller's FollowRun; nil on runs read from the store.
 	first *presub
+	// answers are a continuation's, for its run loop.
+	answers *answers
 }
 
 // MarshalJSON writes the run resource.
