@@ -3,6 +3,7 @@ package thread_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,6 +74,35 @@ func TestSnapshotJSON(t *testing.T) {
 			if got, err := ts.MarshalJSON(); err != nil || !bytes.Equal(got, want) {
 				t.Errorf("thread snapshot %d (active %v) =\n%s (%v)\nwant\n%s", i, active != nil, got, err, want)
 			}
+		}
+	}
+}
+
+// TestAgentEventJSON: the agent events are written in API.md's shapes.
+func TestAgentEventJSON(t *testing.T) {
+	t.Parallel()
+	run := uuid.MustParse("11111111-1111-1111-1111-111111111111")
+	msg := uuid.MustParse("22222222-2222-2222-2222-222222222222")
+	head := `{"type":"%s","run_id":"` + run.String() + `","sequence":%d,"message_id":"` + msg.String() + `",`
+	for _, tc := range []struct {
+		ev   thread.Event
+		want string
+	}{
+		{thread.Event{Type: thread.KindReasoning, Text: "Let me"}, `"text":"Let me"}`},
+		{thread.Event{Type: thread.KindToolCall, CallID: "c1", Name: "calculator", Text: `{"expression":`},
+			`"tool_call_id":"c1","tool_name":"calculator","args_text":"{\"expression\":"}`},
+		{thread.Event{Type: thread.KindToolCall, CallID: "c1", Name: "calculator"}, `"tool_call_id":"c1","tool_name":"calculator","args_text":""}`},
+		{thread.Event{Type: thread.KindToolResult, CallID: "c1", Data: json.RawMessage(`84`)}, `"tool_call_id":"c1","result":84,"is_error":false}`},
+		{thread.Event{Type: thread.KindToolResult, CallID: "c2", Data: json.RawMessage(`"boom <x>"`), IsError: true},
+			`"tool_call_id":"c2","result":"boom \u003cx\u003e","is_error":true}`},
+		{thread.Event{Type: thread.KindData, Name: "plan", Data: json.RawMessage(`{"id":"p","tasks":[]}`)}, `"name":"plan","data":{"id":"p","tasks":[]}}`},
+	} {
+		ev := tc.ev
+		ev.RunID, ev.Sequence, ev.MessageID = run, 9, msg
+		got, err := json.Marshal(ev)
+		want := fmt.Sprintf(head, ev.Type, 9) + tc.want
+		if err != nil || string(got) != want {
+			t.Errorf("%s event:\n got %s (%v)\nwant %s", ev.Type, got, err, want)
 		}
 	}
 }
