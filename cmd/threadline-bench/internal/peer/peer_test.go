@@ -40,52 +40,76 @@ func TestBenchPeerSmall(t *testing.T) {
 		t.Fatalf("last stdout line: got %q, want one JSON object (%v)", last, err)
 	}
 
-	positive := func(where string, m map[string]any, keys ...string) {
-		t.Helper()
-		for _, k := range keys {
-			v, ok := m[k].(float64)
-			if !ok {
-				t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
-			} else if v <= 0 {
-				t.Errorf("%s%s: got %v, want > 0", where, k, v)
-			}
+	wantPositive(t, "", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn", "commit_ms")
+	wantNumber(t, "", res, "bytes_per_turn")
+	checkPeerByN(t, res, "3", "4")
+	checkPeerAbout(t, res)
+	if !strings.Contains(stderr.String(), "fresh thread, in-process") || !strings.Contains(stderr.String(), "N=4: turn_end_ms") {
+		t.Errorf("stderr: got %q, want one progress line per phase", stderr.String())
+	}
+	name, _ := res["database"].(string)
+	checkPeerDatabaseDropped(ctx, t, dbURL, name)
+}
+
+// wantPositive checks that every key of m is a number above zero; where
+// prefixes the key in failures.
+func wantPositive(t *testing.T, where string, m map[string]any, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		v, ok := m[k].(float64)
+		if !ok {
+			t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
+		} else if v <= 0 {
+			t.Errorf("%s%s: got %v, want > 0", where, k, v)
 		}
 	}
-	// Size growth is counted in whole pages, and autovacuum may truncate a
-	// table within a window, so a small window can grow by zero or even
-	// shrink: these must be numbers, not positive.
-	number := func(where string, m map[string]any, keys ...string) {
-		t.Helper()
-		for _, k := range keys {
-			if _, ok := m[k].(float64); !ok {
-				t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
-			}
+}
+
+// wantNumber checks that every key of m is a number. Size growth is
+// counted in whole pages, and autovacuum may truncate a table within a
+// window, so a small window can grow by zero or even shrink: sizes must be
+// numbers, not positive.
+func wantNumber(t *testing.T, where string, m map[string]any, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, ok := m[k].(float64); !ok {
+			t.Errorf("%s%s: got %v (%T), want a number", where, k, m[k], m[k])
 		}
 	}
-	positive("", res, "turn_ms", "http_turn_ms", "tokens_per_s", "http_tokens_per_s", "row_bytes_per_turn", "commit_ms")
-	number("", res, "bytes_per_turn")
+}
+
+// checkPeerByN checks the result's by_n: an entry for each of ns, no
+// other, each with its figures and persisted flags.
+func checkPeerByN(t *testing.T, res map[string]any, ns ...string) {
+	t.Helper()
 	byN, ok := res["by_n"].(map[string]any)
 	if !ok {
 		t.Fatalf("by_n: got %v, want an object", res["by_n"])
 	}
-	for _, n := range []string{"3", "4"} {
+	for _, n := range ns {
 		nr, ok := byN[n].(map[string]any)
 		if !ok {
 			t.Errorf("by_n.%s: got %v, want an object", n, byN[n])
 			continue
 		}
 		where := "by_n." + n + "."
-		positive(where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes", "commit_ms")
-		number(where, nr, "thread_stored_bytes", "bytes_per_turn_end")
+		wantPositive(t, where, nr, "get_state_ms", "history_ms", "fork_ms", "edit_ms", "turn_end_ms", "thread_row_bytes", "commit_ms")
+		wantNumber(t, where, nr, "thread_stored_bytes", "bytes_per_turn_end")
 		for _, k := range []string{"fork_persisted_ok", "edit_persisted_ok"} {
 			if nr[k] != true {
 				t.Errorf("%s%s: got %v, want true (problems: %v)", where, k, nr[k], nr["persist_problems"])
 			}
 		}
 	}
-	if len(byN) != 2 {
-		t.Errorf("by_n: got %d entries, want 2 (N = 3, 4)", len(byN))
+	if len(byN) != len(ns) {
+		t.Errorf("by_n: got %d entries, want %d (N = %v)", len(byN), len(ns), ns)
 	}
+}
+
+// checkPeerAbout checks what the result says about the machine, the
+// server, the build and the peer's figures.
+func checkPeerAbout(t *testing.T, res map[string]any) {
+	t.Helper()
 	machine, _ := res["machine"].(map[string]any)
 	if machine == nil || machine["cpu"] == "" || machine["cores"] == nil || machine["memory_mb"] == nil {
 		t.Errorf("machine: got %v, want cpu, cores and memory_mb", res["machine"])
@@ -103,14 +127,14 @@ func TestBenchPeerSmall(t *testing.T) {
 		t.Errorf("peer: got %v, want the peer's figures with ratios", res["peer"])
 	}
 	if ratio, _ := peer["ratio"].(map[string]any); ratio != nil {
-		positive("peer.ratio.", ratio, "turn_ms", "tokens_per_s", "http_tokens_per_s")
+		wantPositive(t, "peer.ratio.", ratio, "turn_ms", "tokens_per_s", "http_tokens_per_s")
 	}
-	if !strings.Contains(stderr.String(), "fresh thread, in-process") || !strings.Contains(stderr.String(), "N=4: turn_end_ms") {
-		t.Errorf("stderr: got %q, want one progress line per phase", stderr.String())
-	}
+}
 
-	// The bench's database is gone.
-	name, _ := res["database"].(string)
+// checkPeerDatabaseDropped checks that the bench's database, name, is gone
+// from the server of dbURL.
+func checkPeerDatabaseDropped(ctx context.Context, t *testing.T, dbURL, name string) {
+	t.Helper()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
