@@ -201,75 +201,29 @@ func loadRunClient(ctx context.Context, hc *http.Client, tgt loadTarget, c *load
 }
 
 // loadRead reads one connection's NDJSON lines, each stamped when its line
-// is complete. It returns dropped=true when the client hung up on purpose.
+// is complete. It returns dropped=true when the client hung up on purpose,
+// else the read's or a line's error, or nil after the final snapshot.
 func loadRead(body io.Reader, c *loadClient, conn, dropAt int, prog *loadProgress) (dropped bool, err error) {
-	br := bufio.NewReaderSize(body, 32<<10)
+	lines := loadLines{br: bufio.NewReaderSize(body, 32<<10)}
 	read := 0
-	var long []byte
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
-		}
-		now := time.Now()
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			if err != nil {
-				if err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				return false, err
-			}
-			continue
-		}
+		line, now, err := lines.next()
 		if err != nil {
-			// A last line without its newline: the stream was cut.
-			return false, fmt.Errorf("partial line: %w", err)
+			return false, err
 		}
 		var ev loadEvent
 		if err := loadDecode(line, &ev); err != nil {
 			c.mis("connection %d: bad line %.80q: %v", conn, line, err)
 			return false, err
 		}
-		if ev.Sequence != c.lastSeq+1 {
-			c.mis("connection %d: sequence %d after %d (gap or repeat)", conn, ev.Sequence, c.lastSeq)
-		}
-		if ev.Sequence > c.lastSeq {
-			c.lastSeq = ev.Sequence
-		}
+		c.sequenced(conn, ev.Sequence)
 		switch ev.Type {
 		case "snapshot":
-			if c.runID == "" {
-				c.runID, c.firstAt = ev.RunID, now
-				if ev.MessageRepository != nil {
-					c.msgID = ev.MessageRepository.HeadID
-				}
-			}
-			if ev.RunStatus != "running" && ev.RunStatus != "" {
-				c.final, c.finalSet = ev.RunStatus, true
-				for _, m := range ev.Messages {
-					if m.ID == c.msgID {
-						c.finalTxt = m.text()
-					}
-				}
+			if c.snapshot(&ev, now) {
 				return false, nil
 			}
 		case "token":
-			c.tokens++
-			prog.tokens.Add(1)
-			if ev.MessageID != c.msgID {
-				c.mis("token %d names message %s, want %s", ev.Sequence, ev.MessageID, c.msgID)
-			}
-			if s := ev.Sequence; s >= 0 && s < int64(len(c.arrivals)) && c.arrivals[s].IsZero() {
-				c.arrivals[s], c.conns[s] = now, int8(min(conn, 127))
-				c.text.WriteString(ev.Text)
-			} else {
-				c.mis("token sequence %d repeated or out of range", s)
-			}
+			c.token(&ev, now, conn, prog)
 			read++
 			if dropAt > 0 && read >= dropAt {
 				return true, nil
@@ -280,6 +234,95 @@ func loadRead(body io.Reader, c *loadClient, conn, dropAt int, prog *loadProgres
 		if ev.RunID != c.runID {
 			c.mis("event %d names run %s, want %s", ev.Sequence, ev.RunID, c.runID)
 		}
+	}
+}
+
+// loadLines splits a stream into its non-blank NDJSON lines, of any
+// length.
+type loadLines struct {
+	br   *bufio.Reader
+	long []byte // the start of a line longer than br's buffer
+}
+
+// next returns the next non-blank line, valid until the next call, and
+// when it was complete. It returns io.ErrUnexpectedEOF when the stream
+// ends, or the read's error; a last line without its newline is an error
+// too, as the stream was cut.
+func (l *loadLines) next() (line []byte, now time.Time, err error) {
+	for {
+		line, err := l.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			l.long = append(l.long, line...)
+			continue
+		}
+		now := time.Now()
+		if l.long != nil {
+			line = append(l.long, line...)
+			l.long = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err == io.EOF {
+				return nil, now, io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return nil, now, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, now, fmt.Errorf("partial line: %w", err)
+		}
+		return line, now, nil
+	}
+}
+
+// sequenced notes an event's sequence read on connection conn: one after
+// the last, else a mismatch.
+func (c *loadClient) sequenced(conn int, seq int64) {
+	if seq != c.lastSeq+1 {
+		c.mis("connection %d: sequence %d after %d (gap or repeat)", conn, seq, c.lastSeq)
+	}
+	if seq > c.lastSeq {
+		c.lastSeq = seq
+	}
+}
+
+// snapshot takes the run and its reply from the first snapshot, read at
+// now, and the final status and reply text from a final one. It reports
+// whether ev was final.
+func (c *loadClient) snapshot(ev *loadEvent, now time.Time) (final bool) {
+	if c.runID == "" {
+		c.runID, c.firstAt = ev.RunID, now
+		if ev.MessageRepository != nil {
+			c.msgID = ev.MessageRepository.HeadID
+		}
+	}
+	if ev.RunStatus == "running" || ev.RunStatus == "" {
+		return false
+	}
+	c.final, c.finalSet = ev.RunStatus, true
+	for _, m := range ev.Messages {
+		if m.ID == c.msgID {
+			c.finalTxt = m.text()
+		}
+	}
+	return true
+}
+
+// token counts a token read at now on connection conn and keeps its
+// arrival and text, once per sequence; a token of another reply, or one
+// repeated or out of range, is a mismatch.
+func (c *loadClient) token(ev *loadEvent, now time.Time, conn int, prog *loadProgress) {
+	c.tokens++
+	prog.tokens.Add(1)
+	if ev.MessageID != c.msgID {
+		c.mis("token %d names message %s, want %s", ev.Sequence, ev.MessageID, c.msgID)
+	}
+	if s := ev.Sequence; s >= 0 && s < int64(len(c.arrivals)) && c.arrivals[s].IsZero() {
+		c.arrivals[s], c.conns[s] = now, int8(min(conn, 127))
+		c.text.WriteString(ev.Text)
+	} else {
+		c.mis("token sequence %d repeated or out of range", s)
 	}
 }
 

@@ -70,15 +70,39 @@ func TestBenchLoadSmall(t *testing.T) {
 	if got, want := len(lines), 2; got != want {
 		t.Fatalf("stdout has %d lines, want %d (one per K, then the summary):\n%s", got, want, stdout.String())
 	}
+	checkLoadKeys(t, lines[0])
+	var r Result
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatal(err)
+	}
+	checkLoadRuns(t, &r)
+	checkLoadDelays(t, &r)
+	checkLoadServer(t, &r)
+	var sum Summary
+	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, lines[1])
+	}
+	if !sum.Summary || len(sum.Results) != 1 || sum.Results[0].K != 5 {
+		t.Errorf("summary = %+v, want summary true with the one K=5 result", sum)
+	}
+	if !strings.Contains(stderr.String(), "k=5") {
+		t.Errorf("stderr has no progress for k=5:\n%s", stderr.String())
+	}
+}
+
+// checkLoadKeys checks that a result line is a JSON object holding every
+// figure of the report.
+func checkLoadKeys(t *testing.T, line string) {
+	t.Helper()
 	var res map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &res); err != nil {
-		t.Fatalf("first line is not JSON: %v\n%s", err, lines[0])
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		t.Fatalf("first line is not JSON: %v\n%s", err, line)
 	}
 	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
 		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "added_delay_by_second", "added_delay_before_first_event_ms", "added_delay_after_first_event_ms", "server_publish_delay", "server_sched_latency", "preconnected_conns", "delay_method", "server_cpu_s",
 		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
 		if _, ok := res[key]; !ok {
-			t.Errorf("result has no %q key: %s", key, lines[0])
+			t.Errorf("result has no %q key: %s", key, line)
 		}
 	}
 	for _, key := range []string{"p50", "p99", "max"} {
@@ -87,10 +111,12 @@ func TestBenchLoadSmall(t *testing.T) {
 			t.Errorf("added_delay_ms has no %q: %v", key, res["added_delay_ms"])
 		}
 	}
-	var r Result
-	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// checkLoadRuns checks TestBenchLoadSmall's runs: five, all complete, each
+// token delivered exactly once, two of them rejoined.
+func checkLoadRuns(t *testing.T, r *Result) {
+	t.Helper()
 	if got, want := r.K, 5; got != want {
 		t.Errorf("k = %d, want %d", got, want)
 	}
@@ -109,6 +135,13 @@ func TestBenchLoadSmall(t *testing.T) {
 	if got, want := r.Rejoined, 2; got != want {
 		t.Errorf("rejoined = %d, want %d (0.4 of 5)", got, want)
 	}
+}
+
+// checkLoadDelays checks that the added delay's samples add up across its
+// breakdowns, and that the clients preconnected and the service's
+// scheduler latencies were read.
+func checkLoadDelays(t *testing.T, r *Result) {
+	t.Helper()
 	if r.AddedDelayMS.Samples == 0 {
 		t.Errorf("added_delay_ms has no samples, want some")
 	}
@@ -128,6 +161,11 @@ func TestBenchLoadSmall(t *testing.T) {
 	if r.ServerSched == nil || r.ServerSched.Samples == 0 || r.ServerSched.P50LeMS == nil {
 		t.Errorf("server_sched_latency = %+v, want the service's scheduler latencies over the window", r.ServerSched)
 	}
+}
+
+// checkLoadServer checks the child service's resource figures.
+func checkLoadServer(t *testing.T, r *Result) {
+	t.Helper()
 	if r.ServerCPUS == nil || r.ServerRSSPeakMB == nil || r.DBGrowthBytes == nil {
 		t.Errorf("server_cpu_s, server_rss_peak_mb, db_growth_bytes = %v, %v, %v; want numbers for a child service",
 			r.ServerCPUS, r.ServerRSSPeakMB, r.DBGrowthBytes)
@@ -136,16 +174,6 @@ func TestBenchLoadSmall(t *testing.T) {
 	// already extended, so the growth can be zero, never negative.
 	if r.DBGrowthBytes != nil && *r.DBGrowthBytes < 0 {
 		t.Errorf("db_growth_bytes = %d, want >= 0", *r.DBGrowthBytes)
-	}
-	var sum Summary
-	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {
-		t.Fatalf("last line is not JSON: %v\n%s", err, lines[1])
-	}
-	if !sum.Summary || len(sum.Results) != 1 || sum.Results[0].K != 5 {
-		t.Errorf("summary = %+v, want summary true with the one K=5 result", sum)
-	}
-	if !strings.Contains(stderr.String(), "k=5") {
-		t.Errorf("stderr has no progress for k=5:\n%s", stderr.String())
 	}
 }
 
