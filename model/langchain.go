@@ -212,54 +212,11 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 	idle := time.AfterFunc(s.timeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 	em := &emitter{onDelta: onDelta, touch: func() { idle.Reset(s.timeout) }}
-	p := &probe{}
-	var parse func([]byte) error
-	switch w {
-	case wireOpenAI:
-		parse = newOpenAITap(em).line
-	case wireAnthropic:
-		parse = newAnthropicTap(em).line
-	}
-	if parse != nil || req.OnRaw != nil {
-		p.tap = func(line []byte) error {
-			if err := em.raw(line, req.OnRaw); err != nil {
-				return err
-			}
-			if parse == nil {
-				return nil
-			}
-			return parse(line)
-		}
-	}
+	parse, tap := wireTap(w, em, req.OnRaw)
+	p := &probe{tap: tap}
 	cctx = context.WithValue(cctx, probeKey{}, p)
 
-	streamFn := func(_ context.Context, chunk []byte) error {
-		if parse != nil {
-			// The tap reads the wire: langchaingo's chunks (tool calls
-			// arrive here as JSON) are not the reply.
-			return em.check()
-		}
-		if len(chunk) == 0 {
-			return nil
-		}
-		return em.emit(step.Delta{Kind: step.Text, Text: string(chunk)})
-	}
-	temp := defaultTemperature[s.provider]
-	if req.Temperature != nil {
-		temp = *req.Temperature
-	}
-	opts := []llms.CallOption{llms.WithStreamingFunc(streamFn), llms.WithTemperature(temp)}
-	maxTokens := s.maxTokens
-	if maxTokens == 0 && s.provider == ProviderAnthropic {
-		maxTokens = defaultAnthropicMaxTokens
-	}
-	if maxTokens > 0 {
-		opts = append(opts, llms.WithMaxTokens(maxTokens))
-	}
-	if len(req.Tools) > 0 {
-		opts = append(opts, llms.WithTools(toLLMTools(req.Tools, w)))
-	}
-	resp, err := generate(cctx, llm, msgs, opts)
+	resp, err := generate(cctx, llm, msgs, m.callOptions(req, w, chunkFunc(em, parse != nil)))
 	if err == nil && parse == nil {
 		// Google and Ollama hand tool calls over whole with the response.
 		err = em.wholeCalls(resp)
@@ -277,7 +234,79 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 	if me := m.failure(err, p); me != nil {
 		return step.Result{}, me
 	}
-	res := step.Result{Model: s.model, StopReason: step.StopDone, ToolCalls: em.calls()}
+	return stepResult(s.model, resp, em), nil
+}
+
+// wireTap returns the parser of the wire w's stream, when the reply is
+// read off the wire (OpenAI-compatible and Anthropic), else nil; and the
+// tap the transport hands every line to: onRaw (when not nil), then the
+// parser. The tap is nil when there is neither.
+func wireTap(w wire, em *emitter, onRaw func([]byte)) (parse, tap func([]byte) error) {
+	switch w {
+	case wireOpenAI:
+		parse = newOpenAITap(em).line
+	case wireAnthropic:
+		parse = newAnthropicTap(em).line
+	}
+	if parse == nil && onRaw == nil {
+		return nil, nil
+	}
+	return parse, func(line []byte) error {
+		if err := em.raw(line, onRaw); err != nil {
+			return err
+		}
+		if parse == nil {
+			return nil
+		}
+		return parse(line)
+	}
+}
+
+// chunkFunc returns langchaingo's streaming function: when tapped (the tap
+// reads the wire), langchaingo's chunks (tool calls arrive there as JSON)
+// are not the reply and only give em a chance to stop the stream; else
+// every chunk is a text delta.
+func chunkFunc(em *emitter, tapped bool) func(context.Context, []byte) error {
+	return func(_ context.Context, chunk []byte) error {
+		if tapped {
+			return em.check()
+		}
+		if len(chunk) == 0 {
+			return nil
+		}
+		return em.emit(step.Delta{Kind: step.Text, Text: string(chunk)})
+	}
+}
+
+// callOptions is the provider call's options for req on the wire w:
+// streaming through streamFn, the temperature (the request's, else the
+// provider's default), the max tokens (the model's, Anthropic's default
+// when it needs one) and the tools.
+func (m *providerModel) callOptions(req step.Request, w wire, streamFn func(context.Context, []byte) error) []llms.CallOption {
+	s := m.spec
+	temp := defaultTemperature[s.provider]
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	opts := []llms.CallOption{llms.WithStreamingFunc(streamFn), llms.WithTemperature(temp)}
+	maxTokens := s.maxTokens
+	if maxTokens == 0 && s.provider == ProviderAnthropic {
+		maxTokens = defaultAnthropicMaxTokens
+	}
+	if maxTokens > 0 {
+		opts = append(opts, llms.WithMaxTokens(maxTokens))
+	}
+	if len(req.Tools) > 0 {
+		opts = append(opts, llms.WithTools(toLLMTools(req.Tools, w)))
+	}
+	return opts
+}
+
+// stepResult is a successful step's result: the tool calls em gathered,
+// the usage and the stop reason of resp, overridden by the one the wire
+// gave and by tool calls.
+func stepResult(model string, resp *llms.ContentResponse, em *emitter) step.Result {
+	res := step.Result{Model: model, StopReason: step.StopDone, ToolCalls: em.calls()}
 	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
 		c := resp.Choices[0]
 		res.StopReason = stopReason(c.StopReason)
@@ -289,7 +318,7 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 	if len(res.ToolCalls) > 0 {
 		res.StopReason = step.StopToolCalls
 	}
-	return res, nil
+	return res
 }
 
 // generate calls the provider, turning a panic of the provider client (such

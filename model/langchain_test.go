@@ -342,105 +342,135 @@ func roles(body map[string]any) []string {
 // checkRequest asserts what the provider received for visionReq.
 func checkRequest(t *testing.T, provider string, c captured) {
 	t.Helper()
-	b := c.body
 	// Gemini streams through its streamGenerateContent path (the fake
 	// serves no other); the others say so in the body.
-	if got := get(b, "stream"); got != true && provider != "googleai" {
+	if got := get(c.body, "stream"); got != true && provider != "googleai" {
 		t.Errorf("stream: got %v, want true", got)
 	}
 	switch provider {
 	case "openai":
-		if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
-			t.Errorf("Authorization: got %q, want %q", got, want)
-		}
-		if got, want := roles(b), []string{"system", "user", "assistant", "user"}; !slices.Equal(got, want) {
-			t.Errorf("roles: got %v, want %v", got, want)
-		}
-		if got := get(b, "messages", 0, "content"); got != "be brief" {
-			t.Errorf("system content: got %v, want %q", got, "be brief")
-		}
-		if got := get(b, "messages", -1, "content", 0, "text"); got != wantLastText {
-			t.Errorf("last user text: got %v, want %q", got, wantLastText)
-		}
-		if got, typ := get(b, "messages", -1, "content", 1, "image_url", "url"), get(b, "messages", -1, "content", 1, "type"); got != pngURL || typ != "image_url" {
-			t.Errorf("image part: got type %v url %v, want image_url with the data: URL", typ, got)
-		}
-		if got := get(b, "temperature"); got != 0.2 {
-			t.Errorf("temperature: got %v, want 0.2", got)
-		}
-		if got := get(b, "model"); got != "test-model" {
-			t.Errorf("model: got %v, want test-model", got)
-		}
+		checkOpenAIRequest(t, c)
 	case "anthropic":
-		if got := c.header.Get("X-Api-Key"); got != testKey {
-			t.Errorf("x-api-key: got %q, want the key", got)
-		}
-		if got := get(b, "system"); got != "be brief" {
-			t.Errorf("system: got %v, want %q", got, "be brief")
-		}
-		if got, want := roles(b), []string{"user", "assistant", "user"}; !slices.Equal(got, want) {
-			t.Errorf("roles: got %v, want %v", got, want)
-		}
-		if got := get(b, "messages", -1, "content", 0, "text"); got != wantLastText {
-			t.Errorf("last user text: got %v, want %q", got, wantLastText)
-		}
-		img := get(b, "messages", -1, "content", 1)
-		if get(img, "type") != "image" || get(img, "source", "type") != "base64" || get(img, "source", "media_type") != "image/png" || get(img, "source", "data") != pngB64 {
-			t.Errorf("image block: got %v, want a base64 image/png block with the image's bytes", img)
-		}
-		if got := get(b, "max_tokens"); got != float64(4096) {
-			t.Errorf("max_tokens: got %v, want 4096", got)
-		}
-		if got := get(b, "temperature"); got != 0.2 {
-			t.Errorf("temperature: got %v, want 0.2", got)
-		}
+		checkAnthropicRequest(t, c)
 	case "googleai":
-		if got := c.header.Get("X-Goog-Api-Key"); got != testKey {
-			t.Errorf("x-goog-api-key: got %q, want the key", got)
-		}
-		if got := get(b, "systemInstruction", "parts", 0, "text"); got != "be brief" {
-			t.Errorf("systemInstruction: got %v, want %q", got, "be brief")
-		}
-		var rs []string
-		contents, _ := b["contents"].([]any)
-		for i := range contents {
-			r, _ := get(contents, i, "role").(string)
-			rs = append(rs, r)
-		}
-		if want := []string{"user", "model", "user"}; !slices.Equal(rs, want) {
-			t.Errorf("roles: got %v, want %v", rs, want)
-		}
-		if got := get(b, "contents", -1, "parts", 0, "text"); got != wantLastText {
-			t.Errorf("last user text: got %v, want %q", got, wantLastText)
-		}
-		if got, mime := get(b, "contents", -1, "parts", 1, "inlineData", "data"), get(b, "contents", -1, "parts", 1, "inlineData", "mimeType"); got != pngB64 || mime != "image/png" {
-			t.Errorf("image part: got %v %v, want inline image/png data", mime, got)
-		}
-		if got, _ := get(b, "generationConfig", "temperature").(float64); got < 0.199 || got > 0.201 {
-			t.Errorf("temperature: got %v, want 0.2", got)
-		}
+		checkGoogleRequest(t, c)
 	case "ollama":
-		if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
-			t.Errorf("Authorization: got %q, want %q (api_key_env set)", got, want)
-		}
-		if got, want := roles(b), []string{"system", "user", "assistant", "user"}; !slices.Equal(got, want) {
-			t.Errorf("roles: got %v, want %v", got, want)
-		}
-		if got := get(b, "messages", 0, "content"); got != "be brief" {
-			t.Errorf("system content: got %v, want %q", got, "be brief")
-		}
-		if got := get(b, "messages", -1, "content"); got != wantLastText {
-			t.Errorf("last user content: got %v, want %q", got, wantLastText)
-		}
-		if got := get(b, "messages", -1, "images", 0); got != pngB64 {
-			t.Errorf("images: got %v, want the image's base64", got)
-		}
-		if got := get(b, "options", "temperature"); got != 0.2 {
-			t.Errorf("options.temperature: got %v, want 0.2", got)
-		}
-		if got := get(b, "model"); got != "test-model" {
-			t.Errorf("model: got %v, want test-model", got)
-		}
+		checkOllamaRequest(t, c)
+	default:
+		t.Errorf("provider %q: no check of its request", provider)
+	}
+}
+
+// checkOpenAIRequest asserts what an OpenAI-compatible server received
+// for visionReq.
+func checkOpenAIRequest(t *testing.T, c captured) {
+	t.Helper()
+	b := c.body
+	if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
+		t.Errorf("Authorization: got %q, want %q", got, want)
+	}
+	if got, want := roles(b), []string{"system", "user", "assistant", "user"}; !slices.Equal(got, want) {
+		t.Errorf("roles: got %v, want %v", got, want)
+	}
+	if got := get(b, "messages", 0, "content"); got != "be brief" {
+		t.Errorf("system content: got %v, want %q", got, "be brief")
+	}
+	if got := get(b, "messages", -1, "content", 0, "text"); got != wantLastText {
+		t.Errorf("last user text: got %v, want %q", got, wantLastText)
+	}
+	if got, typ := get(b, "messages", -1, "content", 1, "image_url", "url"), get(b, "messages", -1, "content", 1, "type"); got != pngURL || typ != "image_url" {
+		t.Errorf("image part: got type %v url %v, want image_url with the data: URL", typ, got)
+	}
+	if got := get(b, "temperature"); got != 0.2 {
+		t.Errorf("temperature: got %v, want 0.2", got)
+	}
+	if got := get(b, "model"); got != "test-model" {
+		t.Errorf("model: got %v, want test-model", got)
+	}
+}
+
+// checkAnthropicRequest asserts what Anthropic received for visionReq.
+func checkAnthropicRequest(t *testing.T, c captured) {
+	t.Helper()
+	b := c.body
+	if got := c.header.Get("X-Api-Key"); got != testKey {
+		t.Errorf("x-api-key: got %q, want the key", got)
+	}
+	if got := get(b, "system"); got != "be brief" {
+		t.Errorf("system: got %v, want %q", got, "be brief")
+	}
+	if got, want := roles(b), []string{"user", "assistant", "user"}; !slices.Equal(got, want) {
+		t.Errorf("roles: got %v, want %v", got, want)
+	}
+	if got := get(b, "messages", -1, "content", 0, "text"); got != wantLastText {
+		t.Errorf("last user text: got %v, want %q", got, wantLastText)
+	}
+	img := get(b, "messages", -1, "content", 1)
+	if get(img, "type") != "image" || get(img, "source", "type") != "base64" || get(img, "source", "media_type") != "image/png" || get(img, "source", "data") != pngB64 {
+		t.Errorf("image block: got %v, want a base64 image/png block with the image's bytes", img)
+	}
+	if got := get(b, "max_tokens"); got != float64(4096) {
+		t.Errorf("max_tokens: got %v, want 4096", got)
+	}
+	if got := get(b, "temperature"); got != 0.2 {
+		t.Errorf("temperature: got %v, want 0.2", got)
+	}
+}
+
+// checkGoogleRequest asserts what Google AI received for visionReq.
+func checkGoogleRequest(t *testing.T, c captured) {
+	t.Helper()
+	b := c.body
+	if got := c.header.Get("X-Goog-Api-Key"); got != testKey {
+		t.Errorf("x-goog-api-key: got %q, want the key", got)
+	}
+	if got := get(b, "systemInstruction", "parts", 0, "text"); got != "be brief" {
+		t.Errorf("systemInstruction: got %v, want %q", got, "be brief")
+	}
+	var rs []string
+	contents, _ := b["contents"].([]any)
+	for i := range contents {
+		r, _ := get(contents, i, "role").(string)
+		rs = append(rs, r)
+	}
+	if want := []string{"user", "model", "user"}; !slices.Equal(rs, want) {
+		t.Errorf("roles: got %v, want %v", rs, want)
+	}
+	if got := get(b, "contents", -1, "parts", 0, "text"); got != wantLastText {
+		t.Errorf("last user text: got %v, want %q", got, wantLastText)
+	}
+	if got, mime := get(b, "contents", -1, "parts", 1, "inlineData", "data"), get(b, "contents", -1, "parts", 1, "inlineData", "mimeType"); got != pngB64 || mime != "image/png" {
+		t.Errorf("image part: got %v %v, want inline image/png data", mime, got)
+	}
+	if got, _ := get(b, "generationConfig", "temperature").(float64); got < 0.199 || got > 0.201 {
+		t.Errorf("temperature: got %v, want 0.2", got)
+	}
+}
+
+// checkOllamaRequest asserts what Ollama received for visionReq.
+func checkOllamaRequest(t *testing.T, c captured) {
+	t.Helper()
+	b := c.body
+	if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
+		t.Errorf("Authorization: got %q, want %q (api_key_env set)", got, want)
+	}
+	if got, want := roles(b), []string{"system", "user", "assistant", "user"}; !slices.Equal(got, want) {
+		t.Errorf("roles: got %v, want %v", got, want)
+	}
+	if got := get(b, "messages", 0, "content"); got != "be brief" {
+		t.Errorf("system content: got %v, want %q", got, "be brief")
+	}
+	if got := get(b, "messages", -1, "content"); got != wantLastText {
+		t.Errorf("last user content: got %v, want %q", got, wantLastText)
+	}
+	if got := get(b, "messages", -1, "images", 0); got != pngB64 {
+		t.Errorf("images: got %v, want the image's base64", got)
+	}
+	if got := get(b, "options", "temperature"); got != 0.2 {
+		t.Errorf("options.temperature: got %v, want 0.2", got)
+	}
+	if got := get(b, "model"); got != "test-model" {
+		t.Errorf("model: got %v, want test-model", got)
 	}
 }
 

@@ -342,7 +342,8 @@ func ParseFileConfig(data []byte) (FileConfig, error) {
 	return fc, nil
 }
 
-// fileEntry checks one file model and builds its entry.
+// fileEntry checks one file model and builds its entry. It returns an
+// errcode.Invalid error naming the model and what is wrong with it.
 func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 	mc.Name = strings.TrimSpace(mc.Name)
 	if mc.Name == "" {
@@ -352,45 +353,62 @@ func (r *Registry) fileEntry(mc ModelConfig) (*entry, error) {
 		return nil, errcode.New(errcode.Invalid, "model %q: timeout, delay, max_tokens and context_budget must not be negative", mc.Name)
 	}
 	if mc.Provider == ProviderBuiltin {
-		tokens, delay := r.builtin.Tokens, time.Duration(mc.Delay)
-		if mc.Tokens != nil {
-			if *mc.Tokens < 0 {
-				return nil, errcode.New(errcode.Invalid, "model %q: tokens must not be negative", mc.Name)
-			}
-			tokens = *mc.Tokens
-		}
-		mode := mc.Model
-		switch {
-		case mode == "":
-			mode = r.builtinMode()
-		case mode != BuiltinWords && mode != BuiltinDemo:
-			return nil, errcode.New(errcode.Invalid, "model %q: a builtin model is %s or %s, not %q", mc.Name, BuiltinWords, BuiltinDemo, mode)
-		}
-		if mode == BuiltinDemo && mc.Tokens != nil {
-			return nil, errcode.New(errcode.Invalid, "model %q: tokens are for the words model (the demo's replies have their own length)", mc.Name)
-		}
-		e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, mc.Name, tokens, delay)}
-		if mc.ContextBudget != nil {
-			e.budget = *mc.ContextBudget
-		}
-		return e, nil
+		return r.builtinFileEntry(mc)
 	}
+	if err := checkProviderConfig(mc); err != nil {
+		return nil, err
+	}
+	return r.providerEntry(mc.Name, mc), nil
+}
+
+// builtinFileEntry checks a file model of the builtin provider (its mode
+// and tokens) and builds its entry. It returns an errcode.Invalid error
+// naming the model and what is wrong with it.
+func (r *Registry) builtinFileEntry(mc ModelConfig) (*entry, error) {
+	tokens, delay := r.builtin.Tokens, time.Duration(mc.Delay)
+	if mc.Tokens != nil {
+		if *mc.Tokens < 0 {
+			return nil, errcode.New(errcode.Invalid, "model %q: tokens must not be negative", mc.Name)
+		}
+		tokens = *mc.Tokens
+	}
+	mode := mc.Model
+	switch {
+	case mode == "":
+		mode = r.builtinMode()
+	case mode != BuiltinWords && mode != BuiltinDemo:
+		return nil, errcode.New(errcode.Invalid, "model %q: a builtin model is %s or %s, not %q", mc.Name, BuiltinWords, BuiltinDemo, mode)
+	}
+	if mode == BuiltinDemo && mc.Tokens != nil {
+		return nil, errcode.New(errcode.Invalid, "model %q: tokens are for the words model (the demo's replies have their own length)", mc.Name)
+	}
+	e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, mc.Name, tokens, delay)}
+	if mc.ContextBudget != nil {
+		e.budget = *mc.ContextBudget
+	}
+	return e, nil
+}
+
+// checkProviderConfig checks a file model of a provider: a known provider,
+// a model name, no builtin settings and an http(s) base_url if any. It
+// returns an errcode.Invalid error naming the model and what is wrong.
+func checkProviderConfig(mc ModelConfig) error {
 	if !knownProvider(mc.Provider) {
-		return nil, errcode.New(errcode.Invalid, "model %q: provider %q is not one of builtin, %s", mc.Name, mc.Provider, strings.Join(providerOrder, ", "))
+		return errcode.New(errcode.Invalid, "model %q: provider %q is not one of builtin, %s", mc.Name, mc.Provider, strings.Join(providerOrder, ", "))
 	}
 	if strings.TrimSpace(mc.Model) == "" {
-		return nil, errcode.New(errcode.Invalid, "model %q: no model (the provider's model name)", mc.Name)
+		return errcode.New(errcode.Invalid, "model %q: no model (the provider's model name)", mc.Name)
 	}
 	if mc.Tokens != nil || mc.Delay != 0 {
-		return nil, errcode.New(errcode.Invalid, "model %q: tokens and delay are for builtin models only", mc.Name)
+		return errcode.New(errcode.Invalid, "model %q: tokens and delay are for builtin models only", mc.Name)
 	}
 	if mc.BaseURL != "" {
 		u, err := url.Parse(mc.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errcode.New(errcode.Invalid, "model %q: base_url %q is not an http(s) URL", mc.Name, mc.BaseURL)
+			return errcode.New(errcode.Invalid, "model %q: base_url %q is not an http(s) URL", mc.Name, mc.BaseURL)
 		}
 	}
-	return r.providerEntry(mc.Name, mc), nil
+	return nil
 }
 
 func knownProvider(p string) bool {
