@@ -133,9 +133,11 @@ func appendAgentRecord(b []byte, r *thread.Record) ([]byte, bool) {
 	return b, false
 }
 
-// readAgentRecord reads the fields of an agent record of kind into r from
-// b and returns the rest; ok is false for another kind or a short segment.
-func readAgentRecord(kind byte, b []byte, r *thread.Record) (rest []byte, ok bool) {
+// readRecord reads the fields of a record of kind into r from b and
+// returns the rest, for every kind but tokens (which decodeSegment reads
+// itself, being nearly every record): snapshots, errors and an agent run's
+// kinds. ok is false for another kind or a short segment.
+func readRecord(kind byte, b []byte, r *thread.Record) (rest []byte, ok bool) {
 	str := func() string {
 		n, k := binary.Uvarint(b)
 		if !ok || k <= 0 || uint64(len(b)-k) < n {
@@ -148,6 +150,16 @@ func readAgentRecord(kind byte, b []byte, r *thread.Record) (rest []byte, ok boo
 	}
 	ok = true
 	switch kind {
+	case recSnap:
+		r.Kind, r.Status = thread.KindSnapshot, thread.RunStatus(str())
+		v, k := binary.Varint(b)
+		if !ok || k <= 0 {
+			return nil, false
+		}
+		r.TreeSeq, b = v, b[k:]
+	case recError:
+		r.Kind, r.Code = thread.KindError, errcode.Code(str())
+		r.Text = str()
 	case recReasoning:
 		r.Kind, r.Text = thread.KindReasoning, str()
 	case recToolCall:
@@ -179,7 +191,11 @@ func rawJSON(s string) json.RawMessage {
 
 var errCorrupt = errors.New("corrupt run log segment")
 
-// decodeSegment decodes the records first..last of a segment.
+// decodeSegment decodes the records first..last of a segment. text is the
+// reply's text when the segment is compact (its tokens are slices of it,
+// so decoding them allocates nothing), else "". It returns errCorrupt when
+// the segment is cut, does not hold exactly those records, or its tokens
+// do not cover text.
 func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, error) {
 	if len(b) == 0 {
 		return nil, errCorrupt
@@ -232,25 +248,8 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 			seq += int64(count) - 1
 			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
 			off += int(n)
-		case recSnap:
-			var st string
-			st, ok = readString()
-			r.Kind, r.Status = thread.KindSnapshot, thread.RunStatus(st)
-			v, k := binary.Varint(b)
-			if k <= 0 {
-				return nil, errCorrupt
-			}
-			b = b[k:]
-			r.TreeSeq = v
-		case recError:
-			r.Kind = thread.KindError
-			var code string
-			if code, ok = readString(); ok {
-				r.Code = errcode.Code(code)
-				r.Text, ok = readString()
-			}
 		default:
-			b, ok = readAgentRecord(kind, b, &r)
+			b, ok = readRecord(kind, b, &r)
 		}
 		if !ok {
 			return nil, errCorrupt

@@ -207,3 +207,39 @@ func TestAgentRecordsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeSegmentAllocs: a compact segment's tokens are slices of the
+// reply's text, so decoding one allocates the record slice and nothing per
+// token; a live segment's tokens are a string each. Not parallel:
+// testing.AllocsPerRun refuses to run in a parallel test.
+func TestDecodeSegmentAllocs(t *testing.T) {
+	var recs []thread.Record
+	var text strings.Builder
+	for i := range 200 {
+		tok := " abcd"
+		if i%7 == 0 {
+			tok = " xy" // runs of one length, and of another
+		}
+		recs = append(recs, thread.Record{Seq: int64(i + 1), Kind: thread.KindToken, Text: tok})
+		text.WriteString(tok)
+	}
+	last := int64(len(recs))
+	for _, compact := range []bool{true, false} {
+		in, want := "", float64(1+len(recs))
+		if compact {
+			in, want = text.String(), 1
+		}
+		data, err := encodeSegment(recs, compact, in)
+		if err != nil {
+			t.Fatalf("compact %v: encode: %v", compact, err)
+		}
+		got := testing.AllocsPerRun(20, func() {
+			if _, err := decodeSegment(1, last, data, in); err != nil {
+				t.Fatalf("compact %v: decode: %v", compact, err)
+			}
+		})
+		if got != want {
+			t.Errorf("compact %v: decoding %d tokens: got %v allocations, want %v", compact, len(recs), got, want)
+		}
+	}
+}

@@ -192,30 +192,16 @@ func TestRunLogPurge(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)
 	ctx := context.Background()
-	logRows := func() int {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_log`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	purge := func(wantMore bool, wantRows int) {
 		t.Helper()
 		more, err := s.RunLogPurge(ctx)
-		if err != nil || more != wantMore || logRows() != wantRows {
-			t.Fatalf("purge: got more %v, %d rows (%v), want %v and %d", more, logRows(), err, wantMore, wantRows)
+		rows, _ := logRows(t, pool, uuid.Nil)
+		if err != nil || more != wantMore || rows != wantRows {
+			t.Fatalf("purge: got more %v, %d rows (%v), want %v and %d", more, rows, err, wantMore, wantRows)
 		}
-	}
-	start := func() (*thread.Thread, *thread.Run) {
-		th := newThread(t, s, "alice")
-		r, err := startRun(t, s, th, uuid.Nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return th, r
 	}
 	snap := thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}
-	thA, a := start()
+	thA, a := startThreadRun(t, s)
 	commit := func(segs ...thread.Segment) {
 		t.Helper()
 		if err := s.RunEventsAppend(ctx, segs); err != nil {
@@ -223,41 +209,73 @@ func TestRunLogPurge(t *testing.T) {
 		}
 	}
 	commit(thread.Segment{RunID: a.ID, Records: tokens(2, 3)})
-	thB, b := start() // after A's first commit: B never needs it
+	thB, b := startThreadRun(t, s) // after A's first commit: B never needs it
 	commit(thread.Segment{RunID: a.ID, Records: tokens(5, 2)}, thread.Segment{RunID: b.ID, Records: tokens(2, 4)})
 	commit(thread.Segment{RunID: b.ID, Records: tokens(6, 1)}, thread.Segment{RunID: a.ID})
 	wantA := append([]thread.Record{snap}, tokens(2, 5)...)
 	wantB := append([]thread.Record{snap}, tokens(2, 5)...)
-	check := func(r *thread.Run, want []thread.Record) {
-		t.Helper()
-		for after := int64(0); after <= int64(len(want)); after++ {
-			got, err := s.RunEventsAfter(ctx, r.ID, after)
-			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[after:]) {
-				t.Fatalf("log after %d: got %v (%v), want %v", after, got, err, want[after:])
-			}
-		}
-	}
-	check(a, wantA)
-	check(b, wantB)
+	checkLog(t, s, a.ID, "A", wantA)
+	checkLog(t, s, b.ID, "B", wantB)
 	purge(true, 3) // A runs and needs all three
-	finish := func(th *thread.Thread, r *thread.Run, recs []thread.Record) []thread.Record {
-		t.Helper()
-		all := append(append([]thread.Record{}, recs...), thread.Record{Seq: int64(len(recs) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
-		asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
-			Content: text(strings.Repeat(" abcd", len(recs)-1)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
-		if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
-			t.Fatal(err)
-		}
-		return all
-	}
-	wantA = finish(thA, a, wantA)
+	wantA = finishRun(t, s, thA, a, wantA)
 	purge(true, 2) // B still needs the last two
-	check(a, wantA)
-	check(b, wantB)
-	wantB = finish(thB, b, wantB)
+	checkLog(t, s, a.ID, "A after its end", wantA)
+	checkLog(t, s, b.ID, "B after A's end", wantB)
+	wantB = finishRun(t, s, thB, b, wantB)
 	purge(false, 0)
-	check(a, wantA)
-	check(b, wantB)
+	checkLog(t, s, a.ID, "A after both ends", wantA)
+	checkLog(t, s, b.ID, "B after both ends", wantB)
+}
+
+// startThreadRun starts a run on a new thread of alice's.
+func startThreadRun(t testing.TB, s *store.Store) (*thread.Thread, *thread.Run) {
+	t.Helper()
+	th := newThread(t, s, "alice")
+	r, err := startRun(t, s, th, uuid.Nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th, r
+}
+
+// checkLog reads run's log after every sequence from 0 to its last and
+// compares it with want; when says which read in a failure.
+func checkLog(t testing.TB, s *store.Store, run uuid.UUID, when string, want []thread.Record) {
+	t.Helper()
+	for after := int64(0); after <= int64(len(want)); after++ {
+		got, err := s.RunEventsAfter(context.Background(), run, after)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want[after:]) {
+			t.Fatalf("%s, log after %d: got %v (%v), want %v", when, after, got, err, want[after:])
+		}
+	}
+}
+
+// finishRun ends run r of th as succeeded, its reply the tokens of recs
+// (its start snapshot, then tokens of " abcd"), and returns its whole log:
+// recs and the end snapshot.
+func finishRun(t testing.TB, s *store.Store, th *thread.Thread, r *thread.Run, recs []thread.Record) []thread.Record {
+	t.Helper()
+	all := append(append([]thread.Record{}, recs...), thread.Record{Seq: int64(len(recs) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
+	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
+		Content: text(strings.Repeat(" abcd", len(recs)-1)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
+	if err := s.RunFinish(context.Background(), thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// logRows counts the shared run_log rows, and run's own rows in
+// run_events.
+func logRows(t testing.TB, pool *pgxpool.Pool, run uuid.UUID) (shared, own int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_log`).Scan(&shared); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, run).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	return shared, own
 }
 
 // TestRunLogSpill: a running run's segments in rows older than the spill
@@ -268,30 +286,11 @@ func TestRunLogSpill(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)
 	ctx := context.Background()
-	rowsOf := func(table string, run uuid.UUID) int {
-		var n int
-		q := `SELECT count(*) FROM run_log`
-		args := []any{}
-		if table == "run_events" {
-			q, args = `SELECT count(*) FROM run_events WHERE run_id = $1`, []any{run}
-		}
-		if err := pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	th := newThread(t, s, "alice")
-	r, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := newThread(t, s, "alice")
-	o, err := startRun(t, s, other, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, r := startThreadRun(t, s)
+	_, o := startThreadRun(t, s)
 	want := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}
 	otherSeq := int64(1)
+	// commit writes n tokens of r and one of o in one group commit.
 	commit := func(n int) {
 		t.Helper()
 		recs := tokens(int64(len(want)+1), n)
@@ -301,33 +300,36 @@ func TestRunLogSpill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(when string) {
+	// purge purges once and checks what it reports and the rows left: the
+	// shared ones and r's own.
+	type purged struct {
+		more        bool
+		shared, own int
+	}
+	purge := func(when string, wantP purged) {
 		t.Helper()
-		for after := int64(0); after <= int64(len(want)); after++ {
-			got, err := s.RunEventsAfter(ctx, r.ID, after)
-			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[after:]) {
-				t.Fatalf("%s, log after %d: got %v (%v), want %v", when, after, got, err, want[after:])
-			}
+		more, err := s.RunLogPurge(ctx)
+		if err != nil {
+			t.Fatalf("%s: purge: %v", when, err)
+		}
+		got := purged{more: more}
+		got.shared, got.own = logRows(t, pool, r.ID)
+		if got != wantP {
+			t.Fatalf("%s: got more %v, %d shared rows, %d own rows; want %v, %d and %d",
+				when, got.more, got.shared, got.own, wantP.more, wantP.shared, wantP.own)
 		}
 	}
 	commit(2)
 	commit(3)
 	// Rows younger than the spill age stay, and the run pins them.
-	if more, err := s.RunLogPurge(ctx); err != nil || !more || rowsOf("run_log", r.ID) != 2 {
-		t.Fatalf("purge of young rows: got more %v, %d rows (%v), want true and 2", more, rowsOf("run_log", r.ID), err)
-	}
+	purge("purge of young rows", purged{more: true, shared: 2, own: 1})
 	store.SetSpillAfter(s, 0)
-	if more, err := s.RunLogPurge(ctx); err != nil || more || rowsOf("run_log", r.ID) != 0 || rowsOf("run_events", r.ID) != 2 {
-		t.Fatalf("spill: got more %v, %d shared rows, %d own rows (%v), want false, 0 and 2 (start, moved)",
-			more, rowsOf("run_log", r.ID), rowsOf("run_events", r.ID), err)
-	}
-	check("after a spill")
+	purge("spill", purged{more: false, shared: 0, own: 2}) // start, moved
+	checkLog(t, s, r.ID, "after a spill", want)
 	commit(1)
-	check("after a spill and a commit")
-	if _, err := s.RunLogPurge(ctx); err != nil || rowsOf("run_events", r.ID) != 3 {
-		t.Fatalf("second spill: %d own rows (%v), want 3", rowsOf("run_events", r.ID), err)
-	}
-	check("after two spills")
+	checkLog(t, s, r.ID, "after a spill and a commit", want)
+	purge("second spill", purged{more: false, shared: 0, own: 3})
+	checkLog(t, s, r.ID, "after two spills", want)
 	// The other run was spilled too: its log is whole.
 	if got, err := s.RunEventsAfter(ctx, o.ID, 1); err != nil || fmt.Sprint(got) != fmt.Sprint(tokens(2, 3)) {
 		t.Fatalf("other run: got %v (%v), want its 3 tokens", got, err)
@@ -342,22 +344,13 @@ func TestRunLogSpill(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if more, err := s.RunLogPurge(ctx); err != nil || !more || rowsOf("run_log", r.ID) != 1 || rowsOf("run_events", r.ID) != 3 {
-		t.Fatalf("spill while the run is locked: got more %v, %d shared rows, %d own rows (%v), want true, 1 and 3",
-			more, rowsOf("run_log", r.ID), rowsOf("run_events", r.ID), err)
-	}
+	purge("spill while the run is locked", purged{more: true, shared: 1, own: 3})
 	_ = tx.Rollback(ctx)
-	check("after a skipped spill")
-	all := append(append([]thread.Record{}, want...), thread.Record{Seq: int64(len(want) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
-	asst := checkpoint.Node{ID: r.MessageID, ThreadID: th.ID, ParentID: r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
-		Content: text(strings.Repeat(" abcd", len(want)-1)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: r.ID, CreatedAt: r.CreatedAt}
-	if err := s.RunFinish(ctx, thread.RunFinish{Run: r, Status: thread.RunSucceeded, Assistant: asst, Records: all, Model: "builtin"}); err != nil {
-		t.Fatal(err)
-	}
-	want = all
-	check("after the end")
-	if rowsOf("run_events", r.ID) != 1 {
-		t.Fatalf("after the end: %d own rows, want 1 (compacted)", rowsOf("run_events", r.ID))
+	checkLog(t, s, r.ID, "after a skipped spill", want)
+	want = finishRun(t, s, th, r, want)
+	checkLog(t, s, r.ID, "after the end", want)
+	if _, own := logRows(t, pool, r.ID); own != 1 {
+		t.Fatalf("after the end: %d own rows, want 1 (compacted)", own)
 	}
 }
 
@@ -376,11 +369,7 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 	}
 	runs := make([]started, n)
 	for i := range runs {
-		th := newThread(t, s, "alice")
-		r, err := startRun(t, s, th, uuid.Nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		th, r := startThreadRun(t, s)
 		runs[i] = started{th, r}
 	}
 	done := make(chan struct{})
@@ -415,13 +404,7 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 		if err := s.RunEventsAppend(ctx, segs); err != nil {
 			t.Fatal(err)
 		}
-		sr := runs[k]
-		logs[k] = append(logs[k], thread.Record{Seq: int64(len(logs[k]) + 1), Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2})
-		asst := checkpoint.Node{ID: sr.r.MessageID, ThreadID: sr.th.ID, ParentID: sr.r.ParentID, Seq: 2, Role: checkpoint.RoleAssistant,
-			Content: text(strings.Repeat(" abcd", len(logs[k])-2)), Status: &checkpoint.Status{Type: "complete", Reason: "stop"}, RunID: sr.r.ID, CreatedAt: sr.r.CreatedAt}
-		if err := s.RunFinish(ctx, thread.RunFinish{Run: sr.r, Status: thread.RunSucceeded, Assistant: asst, Records: logs[k], Model: "builtin"}); err != nil {
-			t.Fatal(err)
-		}
+		logs[k] = finishRun(t, s, runs[k].th, runs[k].r, logs[k])
 	}
 	close(done)
 	if err := <-purgeErr; err != nil {
@@ -431,9 +414,8 @@ func TestRunLogSpillRacesFinish(t *testing.T) {
 		t.Fatalf("last purge: got more %v (%v), want false", more, err)
 	}
 	for k, sr := range runs {
-		var rows int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, sr.r.ID).Scan(&rows); err != nil || rows != 1 {
-			t.Fatalf("run %d: %d log rows (%v), want 1 (its compacted log; a spill left behind would be a second)", k, rows, err)
+		if _, rows := logRows(t, pool, sr.r.ID); rows != 1 {
+			t.Fatalf("run %d: %d log rows, want 1 (its compacted log; a spill left behind would be a second)", k, rows)
 		}
 		got, err := s.RunEventsAfter(ctx, sr.r.ID, 0)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(logs[k]) {
