@@ -144,6 +144,13 @@ func TestAgentAgainstOpenAI(t *testing.T) {
 	if !strings.Contains(string(parts[0]), "Arithmetic: use the tool.") {
 		t.Fatalf("reasoning part: got %s", parts[0])
 	}
+	fake.checkSecond(t)
+}
+
+// checkSecond checks the requests: the first told of two tools, the second
+// carried the calls and their results in OpenAI's format.
+func (fake *fakeAgentOpenAI) checkSecond(t *testing.T) {
+	t.Helper()
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	if len(fake.reqs) != 2 || len(fake.reqs[0].Tools) != 2 {

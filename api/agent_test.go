@@ -133,6 +133,13 @@ func TestAgentCalculatorOverHTTP(t *testing.T) {
 	if !strings.Contains(string(parts[2]), "84") || last.RunStatus != "succeeded" {
 		t.Fatalf("answer: got %s (%s), want a text part with 84, succeeded", parts[2], last.RunStatus)
 	}
+	checkRejoinAndThread(t, e, tid, head, evs)
+}
+
+// checkRejoinAndThread checks that a rejoin of the calculator run gets
+// the live lines and the thread shows one assistant message with the call.
+func checkRejoinAndThread(t *testing.T, e *env, tid, head string, evs []event) {
+	t.Helper()
 	rresp, rb := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+evs[0].RunID+"/stream?after=0", nil)
 	wantStatus(t, rresp, rb, http.StatusOK, "")
 	rejoin := readEvents(t, bytes.NewReader(rb))
@@ -311,6 +318,28 @@ func TestAgentApprovalOverHTTP(t *testing.T) {
 	if !strings.Contains(string(parts2[len(parts2)-2]), `"isError":false`) {
 		t.Fatalf("approved call: got %s, want answered", parts2[len(parts2)-2])
 	}
+	checkStoredLog(t, e, evs2)
+	snap := e.snapshot(tid)
+	if len(snap.Messages) != 2 || snap.Messages[1].ID != msg.ID || len(snap.Repo.Messages) != 2 || *snap.Repo.HeadID != msg.ID {
+		t.Fatalf("thread: got %d messages, %d in the repository, head %v; want the question and the one turn", len(snap.Messages), len(snap.Repo.Messages), snap.Repo.HeadID)
+	}
+	resp, b = e.do("GET", "/api/v1/threads/"+tid+"/checkpoints", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if n := strings.Count(string(b), `"role":"assistant"`); n != 2 {
+		t.Fatalf("checkpoints: %d assistant checkpoints, want the waiting turn and its continuation", n)
+	}
+	_, evs3 := e.stream(tid, newMessage("and now?", &msg.ID))
+	checkRun(t, evs3)
+	snap = e.snapshot(tid)
+	if len(snap.Messages) != 4 || snap.Messages[1].ID != msg.ID || snap.Messages[1].Status.Type != "complete" {
+		t.Fatalf("a message under the turn: got path %+v, want it after the continued turn", snap.Messages)
+	}
+}
+
+// checkStoredLog checks that a continuation's log reads back from the
+// store whole, its tokens as streamed.
+func checkStoredLog(t *testing.T, e *env, evs2 []event) {
+	t.Helper()
 	runID, err := uuid.Parse(evs2[0].RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -327,21 +356,6 @@ func TestAgentApprovalOverHTTP(t *testing.T) {
 	}
 	if stored.String() != tokensText(evs2) {
 		t.Fatalf("stored tokens: got %q, want %q", stored.String(), tokensText(evs2))
-	}
-	snap := e.snapshot(tid)
-	if len(snap.Messages) != 2 || snap.Messages[1].ID != msg.ID || len(snap.Repo.Messages) != 2 || *snap.Repo.HeadID != msg.ID {
-		t.Fatalf("thread: got %d messages, %d in the repository, head %v; want the question and the one turn", len(snap.Messages), len(snap.Repo.Messages), snap.Repo.HeadID)
-	}
-	resp, b = e.do("GET", "/api/v1/threads/"+tid+"/checkpoints", nil)
-	wantStatus(t, resp, b, http.StatusOK, "")
-	if n := strings.Count(string(b), `"role":"assistant"`); n != 2 {
-		t.Fatalf("checkpoints: %d assistant checkpoints, want the waiting turn and its continuation", n)
-	}
-	_, evs3 := e.stream(tid, newMessage("and now?", &msg.ID))
-	checkRun(t, evs3)
-	snap = e.snapshot(tid)
-	if len(snap.Messages) != 4 || snap.Messages[1].ID != msg.ID || snap.Messages[1].Status.Type != "complete" {
-		t.Fatalf("a message under the turn: got path %+v, want it after the continued turn", snap.Messages)
 	}
 }
 

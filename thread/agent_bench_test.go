@@ -117,7 +117,9 @@ func BenchmarkAgentSteps(b *testing.B) {
 		stored += size
 	}
 	slices.Sort(overhead)
-	q := func(p float64) float64 { return float64(overhead[int(p*float64(len(overhead)-1))].Microseconds()) / 1000 }
+	q := func(p float64) float64 {
+		return float64(overhead[int(p*float64(len(overhead)-1))].Microseconds()) / 1000
+	}
 	b.ReportMetric(q(0.5), "p50-overhead-ms")
 	b.ReportMetric(q(0.99), "p99-overhead-ms")
 	b.ReportMetric(float64(tokens)/wall.Seconds(), "tokens/s")

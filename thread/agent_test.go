@@ -144,6 +144,31 @@ func TestAgentDemoCalculator(t *testing.T) {
 	t.Parallel()
 	svc, st, _ := fakeSetup(t, model.NewDemo(0), thread.Config{Tools: registry(t, tool.Builtins(nil)...)})
 	tid, r, evs := runAgent(t, svc, "what is 12*7?", thread.RunConfig{})
+	args, result, interim := calcEvents(t, evs, r)
+	if args != `{"expression":"12*7"}` || result == nil || string(result.Data) != "84" || result.IsError {
+		t.Fatalf("tool call: args %q, result %+v; want {\"expression\":\"12*7\"} answered 84", args, result)
+	}
+	if interim != 1 {
+		t.Fatalf("interim snapshots: got %d, want 1 (after the tool step)", interim)
+	}
+	n := reply(t, evs, r)
+	c := n.Content
+	if len(c) != 3 || c[0].Type != "text" || c[1].Type != "tool-call" || c[2].Type != "text" {
+		t.Fatalf("reply parts: got %+v, want text, tool-call, text", c)
+	}
+	if string(c[1].Args) != `{"expression":"12*7"}` || string(c[1].Result) != "84" || c[1].IsError || !strings.Contains(c[2].Text, "84") {
+		t.Fatalf("reply: got %+v, want the call answered 84 and a text with 84", c)
+	}
+	if n.Status.Type != "complete" || evs[len(evs)-1].Snapshot.RunStatus != thread.RunSucceeded {
+		t.Fatalf("status: got %+v / %s, want complete / succeeded", n.Status, evs[len(evs)-1].Snapshot.RunStatus)
+	}
+	sameAgentEvents(t, "replay", replay(t, st, tid, r.ID), evs, r.MessageID)
+}
+
+// calcEvents returns the calculator call's arguments as streamed, its
+// result event and the number of interim snapshots, checking sequences.
+func calcEvents(t *testing.T, evs []thread.Event, r *thread.Run) (string, *thread.Event, int) {
+	t.Helper()
 	var args strings.Builder
 	var result *thread.Event
 	interim := 0
@@ -165,24 +190,7 @@ func TestAgentDemoCalculator(t *testing.T) {
 			}
 		}
 	}
-	if args.String() != `{"expression":"12*7"}` || result == nil || string(result.Data) != "84" || result.IsError {
-		t.Fatalf("tool call: args %q, result %+v; want {\"expression\":\"12*7\"} answered 84", args.String(), result)
-	}
-	if interim != 1 {
-		t.Fatalf("interim snapshots: got %d, want 1 (after the tool step)", interim)
-	}
-	n := reply(t, evs, r)
-	c := n.Content
-	if len(c) != 3 || c[0].Type != "text" || c[1].Type != "tool-call" || c[2].Type != "text" {
-		t.Fatalf("reply parts: got %+v, want text, tool-call, text", c)
-	}
-	if string(c[1].Args) != `{"expression":"12*7"}` || string(c[1].Result) != "84" || c[1].IsError || !strings.Contains(c[2].Text, "84") {
-		t.Fatalf("reply: got %+v, want the call answered 84 and a text with 84", c)
-	}
-	if n.Status.Type != "complete" || evs[len(evs)-1].Snapshot.RunStatus != thread.RunSucceeded {
-		t.Fatalf("status: got %+v / %s, want complete / succeeded", n.Status, evs[len(evs)-1].Snapshot.RunStatus)
-	}
-	sameAgentEvents(t, "replay", replay(t, st, tid, r.ID), evs, r.MessageID)
+	return args.String(), result, interim
 }
 
 // TestAgentParallelTools: the calls of one step run in parallel (each

@@ -68,6 +68,18 @@ func TestClientToolContinues(t *testing.T) {
 	}
 	r2, evs2 := continueRun(t, svc, tid, r1.MessageID, thread.RunRequest{
 		ToolResults: []thread.ToolResult{{CallID: "c1", Result: json.RawMessage(`{"answer":"yes"}`)}}})
+	checkContinuedTurn(t, m, evs2, r1, r2)
+	sameAgentEvents(t, "replay of the continuation", replay(t, st, tid, r2.ID), evs2, r1.MessageID)
+	if counted.Load() != 1 {
+		t.Fatalf("count ran %d times, want once", counted.Load())
+	}
+}
+
+// checkContinuedTurn checks a continuation of the turn of TestClientToolContinues:
+// it streams into the turn's message from the turn so far, and the next
+// step sees the client's result.
+func checkContinuedTurn(t *testing.T, m *agentScript, evs2 []thread.Event, r1, r2 *thread.Run) {
+	t.Helper()
 	if r2.MessageID != r1.MessageID {
 		t.Fatalf("continuation message id: got %s, want the turn's %s", r2.MessageID, r1.MessageID)
 	}
@@ -83,7 +95,7 @@ func TestClientToolContinues(t *testing.T) {
 	if _, p, _ := first.Export(); len(p[len(p)-1].Content) != 3 || p[len(p)-1].ID != r1.MessageID {
 		t.Fatalf("continuation's first snapshot: got %+v, want the turn so far under its id", p[len(p)-1])
 	}
-	w = wireReply(t, evs2)
+	w := wireReply(t, evs2)
 	if w.ID != r1.MessageID || w.Status.Type != "complete" || len(w.Content) != 4 || w.Content[3].Text != "Thanks." ||
 		string(w.Content[1].Result) != `{"answer":"yes"}` {
 		t.Fatalf("continued message: got %+v, want the whole turn complete under the turn's id", w)
@@ -97,10 +109,6 @@ func TestClientToolContinues(t *testing.T) {
 	tree := evs2[len(evs2)-1].Snapshot.Tree
 	if tree.Len() != 3 || tree.Get(r2.ID) == nil || tree.Get(r1.MessageID).Status.Type != "requires-action" {
 		t.Fatalf("checkpoints: got %d, want the question, the waiting turn unchanged and its continuation", tree.Len())
-	}
-	sameAgentEvents(t, "replay of the continuation", replay(t, st, tid, r2.ID), evs2, r1.MessageID)
-	if counted.Load() != 1 {
-		t.Fatalf("count ran %d times, want once", counted.Load())
 	}
 }
 

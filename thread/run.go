@@ -366,21 +366,14 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 			req.ParentID = tree.TurnTip(req.ParentID).ID
 		}
 	}
-	var user *checkpoint.Node
-	if m := req.Message; m != nil {
-		if m.ID != uuid.Nil {
-			if prev := tree.Get(m.ID); prev != nil {
-				return s.retried(ctx, th, prev, req)
-			}
+	if m := req.Message; m != nil && m.ID != uuid.Nil {
+		if prev := tree.Get(m.ID); prev != nil {
+			return s.retried(ctx, th, prev, req)
 		}
-		atts, err := s.attachments(ctx, caller, m.AttachmentIDs)
-		if err != nil {
-			return nil, false, err
-		}
-		user = &checkpoint.Node{ID: m.ID, ThreadID: threadID, Role: checkpoint.RoleUser, Content: m.Content, Attachments: atts}
-		if user.ID == uuid.Nil {
-			user.ID = uuid.New()
-		}
+	}
+	user, err := s.userNode(ctx, caller, threadID, req.Message)
+	if err != nil {
+		return nil, false, err
 	}
 	fork, turnID, err := s.resolveFork(ctx, th, tree, &req, &model, &modelName)
 	if err != nil {
@@ -437,43 +430,67 @@ func (s *Service) startRun(ctx context.Context, caller string, th *Thread, tree 
 		ar.settle(err == nil)
 	}
 	if err != nil {
-		if err == ErrShuttingDown {
-			created.first.claim().Close()
+		return s.startFailed(ctx, caller, threadID, created, user, req, err)
+	}
+	return created, false, nil
+}
+
+// startFailed answers a start whose write failed with err: another
+// start launched first on the thread (wait for it, then go again), a
+// concurrent retry of the same message id that won, or the error itself.
+func (s *Service) startFailed(ctx context.Context, caller string, threadID uuid.UUID, created *Run, user *checkpoint.Node, req RunRequest, err error) (*Run, bool, error) {
+	if err == ErrShuttingDown {
+		created.first.claim().Close()
+		return nil, false, err
+	}
+	if other, ok := err.(*threadBusy); ok {
+		// Another start on the thread was launched first: its outcome
+		// decides, so wait for it. Another caller's run that started
+		// makes the thread theirs; else go again.
+		created.first.claim().Close()
+		ok, err := other.ar.waitStart(ctx)
+		if err != nil {
 			return nil, false, err
 		}
-		if other, ok := err.(*threadBusy); ok {
-			// Another start on the thread was launched first: its outcome
-			// decides, so wait for it. Another caller's run that started
-			// makes the thread theirs; else go again.
-			created.first.claim().Close()
-			ok, err := other.ar.waitStart(ctx)
-			if err != nil {
-				return nil, false, err
-			}
-			if ok && other.ar.thread.Caller != caller {
-				return nil, false, errcode.New(errcode.NotFound, "thread %s not found", threadID)
-			}
-			return nil, false, errStartAgain
+		if ok && other.ar.thread.Caller != caller {
+			return nil, false, errcode.New(errcode.NotFound, "thread %s not found", threadID)
 		}
-		if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
-			// A concurrent retry with the same message id won the race.
-			if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
-				if t2, err2 := s.tree(ctx, th2); err2 == nil {
-					if prev := t2.Get(req.Message.ID); prev != nil {
-						return s.retried(ctx, th2, prev, req)
-					}
+		return nil, false, errStartAgain
+	}
+	if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
+		// A concurrent retry with the same message id won the race.
+		if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
+			if t2, err2 := s.tree(ctx, th2); err2 == nil {
+				if prev := t2.Get(req.Message.ID); prev != nil {
+					return s.retried(ctx, th2, prev, req)
 				}
 			}
 		}
-		var coded *errcode.Error
-		if !errors.As(err, &coded) {
-			// The cause stays in the chain for the log, out of the
-			// caller's message.
-			err = fmt.Errorf("%w: %w", errUnsaved, err)
-		}
-		return nil, false, err
 	}
-	return created, false, nil
+	var coded *errcode.Error
+	if !errors.As(err, &coded) {
+		// The cause stays in the chain for the log, out of the
+		// caller's message.
+		err = fmt.Errorf("%w: %w", errUnsaved, err)
+	}
+	return nil, false, err
+}
+
+// userNode is the run's new user message (nil for none), with its
+// attachments read; not_found for an unknown attachment.
+func (s *Service) userNode(ctx context.Context, caller string, threadID uuid.UUID, m *UserMessage) (*checkpoint.Node, error) {
+	if m == nil {
+		return nil, nil
+	}
+	atts, err := s.attachments(ctx, caller, m.AttachmentIDs)
+	if err != nil {
+		return nil, err
+	}
+	user := &checkpoint.Node{ID: m.ID, ThreadID: threadID, Role: checkpoint.RoleUser, Content: m.Content, Attachments: atts}
+	if user.ID == uuid.Nil {
+		user.ID = uuid.New()
+	}
+	return user, nil
 }
 
 // resolveFork resolves where the run's nodes go and the id of its reply's
