@@ -262,6 +262,84 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 	return out, nil
 }
 
+// walkSegment decodes the records first..last of a segment as
+// decodeSegment does, but calls fn with each one from sequence from on
+// (the ones before it are only stepped over) until fn returns false,
+// keeping none: a page of a long log is read without decoding it all. It
+// returns errCorrupt for a segment it cannot read, and checks that the
+// records cover first..last (and text) only when fn saw them all.
+func walkSegment(first, last int64, b []byte, text string, from int64, fn func(*thread.Record) bool) error {
+	if len(b) == 0 {
+		return errCorrupt
+	}
+	compact := b[0] == segCompact
+	b = b[1:]
+	off := 0
+	seq := first
+	for ; len(b) > 0; seq++ {
+		kind := b[0]
+		b = b[1:]
+		r := thread.Record{Seq: seq}
+		ok := true
+		switch kind {
+		case recToken:
+			n, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < n {
+				return errCorrupt
+			}
+			if seq >= from {
+				r.Kind, r.Text = thread.KindToken, string(b[k:k+int(n)])
+			}
+			b = b[k+int(n):]
+		case recLength:
+			n, k := binary.Uvarint(b)
+			if k <= 0 || off+int(n) > len(text) {
+				return errCorrupt
+			}
+			b = b[k:]
+			r.Kind, r.Text = thread.KindToken, text[off:off+int(n)]
+			off += int(n)
+		case recRun:
+			count, k := binary.Uvarint(b)
+			if k <= 0 || count == 0 {
+				return errCorrupt
+			}
+			b = b[k:]
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(n) > len(text) {
+				return errCorrupt
+			}
+			b = b[k:]
+			if skip := min(max(from-seq, 0), int64(count)-1); skip > 0 {
+				seq += skip
+				off += int(skip) * int(n)
+				count -= uint64(skip)
+			}
+			for range int(count) - 1 {
+				if seq >= from && !fn(&thread.Record{Seq: seq, Kind: thread.KindToken, Text: text[off : off+int(n)]}) {
+					return nil
+				}
+				seq++
+				off += int(n)
+			}
+			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
+			off += int(n)
+		default:
+			b, ok = readRecord(kind, b, &r)
+		}
+		if !ok {
+			return errCorrupt
+		}
+		if seq >= from && !fn(&r) {
+			return nil
+		}
+	}
+	if seq-1 != last || compact && off != len(text) {
+		return errCorrupt
+	}
+	return nil
+}
+
 // encodeLog is a run_log row for segs (see migration 0006), or nil when
 // they hold no record.
 func encodeLog(segs []thread.Segment) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,59 +58,16 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 // RunLogPurge moves and deletes in one transaction, so the statement sees
 // the whole log either before or after a purge.
 func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
-	from := s.hints.from(runID, after)
-	rows, err := s.pool.Query(ctx, sqlEventsAfter, runID, after, from)
+	segs, err := s.runSegments(ctx, runID, after)
 	if err != nil {
-		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+		return nil, err
 	}
-	type seg struct {
-		first, last int64
-		data        []byte
-	}
-	var segs []seg
-	var (
-		inLog     bool
-		key, last int64
-		data      []byte
-		seen      = logHint{id: from}
-	)
-	_, err = pgx.ForEachRow(rows, []any{&inLog, &key, &last, &data}, func() error {
-		if !inLog {
-			segs = append(segs, seg{key, last, data})
-			return nil
-		}
-		seen.id = max(seen.id, key)
-		return logSegments(data, runID, func(_ uuid.UUID, first, last int64, b []byte) error {
-			seen.seq = max(seen.seq, last)
-			segs = append(segs, seg{first, last, b})
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read run events: %w", interpretError(err))
-	}
-	s.hints.note(runID, seen)
 	var out []thread.Record
+	var reply *string
 	for _, sg := range segs {
-		var text string
-		if len(sg.data) > 0 && sg.data[0] == segCompact {
-			var content []byte
-			// The run's reply: its message, or the checkpoint a continuation
-			// of an agent turn appends under the run's own id.
-			err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id
-				AND c.id IN (r.message_id, r.id) AND c.run_id = r.id WHERE r.id = $1`, runID).Scan(&content)
-			if err != nil {
-				return nil, fmt.Errorf("read run reply: %w", interpretError(err))
-			}
-			var parts []checkpoint.Part
-			if err := json.Unmarshal(content, &parts); err != nil {
-				return nil, fmt.Errorf("read run reply: %w", err)
-			}
-			for _, p := range parts {
-				if p.Type == checkpoint.PartText {
-					text += p.Text
-				}
-			}
+		text, err := s.segmentText(ctx, runID, sg, &reply)
+		if err != nil {
+			return nil, err
 		}
 		recs, err := decodeSegment(sg.first, sg.last, sg.data, text)
 		if err != nil {
@@ -121,10 +79,176 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64
 			}
 		}
 	}
-	// Each source is in order; a log written before migration 0006 can
-	// have segments in both.
+	return sortRecords(out), nil
+}
+
+// sortRecords orders records by sequence, without repeats. Each source is
+// in order; a log written before migration 0006 can have segments in both.
+func sortRecords(out []thread.Record) []thread.Record {
 	slices.SortStableFunc(out, func(a, b thread.Record) int { return cmp.Compare(a.Seq, b.Seq) })
-	return slices.CompactFunc(out, func(a, b thread.Record) bool { return a.Seq == b.Seq }), nil
+	return slices.CompactFunc(out, func(a, b thread.Record) bool { return a.Seq == b.Seq })
+}
+
+// RunEventsPage returns the logged records after a sequence, in order, as
+// RunEventsAfter does, but only as many as fit in maxBytes (at least one;
+// see thread.RecordSize), and whether more follow. Only the page is
+// decoded and kept: its texts are copied out of the rows and the reply.
+func (s *Store) RunEventsPage(ctx context.Context, runID uuid.UUID, after int64, maxBytes int) ([]thread.Record, bool, error) {
+	segs, err := s.runSegments(ctx, runID, after)
+	if err != nil {
+		return nil, false, err
+	}
+	var (
+		out      []thread.Record
+		used     int
+		more     bool
+		unsorted bool
+		reply    *string
+	)
+	for _, sg := range segs {
+		if more || unsorted {
+			break
+		}
+		text, err := s.segmentText(ctx, runID, sg, &reply)
+		if err != nil {
+			return nil, false, err
+		}
+		err = walkSegment(sg.first, sg.last, sg.data, text, after+1, func(r *thread.Record) bool {
+			if n := len(out); n > 0 && r.Seq <= out[n-1].Seq {
+				unsorted = true // sources out of order: read it all below
+				return false
+			}
+			size := thread.RecordSize(r)
+			if len(out) > 0 && used+size > maxBytes {
+				more = true
+				return false
+			}
+			used += size
+			out = append(out, *r)
+			return true
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("run %s log: %w", runID, err)
+		}
+	}
+	if unsorted {
+		all, err := s.RunEventsAfter(ctx, runID, after)
+		if err != nil {
+			return nil, false, err
+		}
+		return cutPage(all, maxBytes)
+	}
+	return ownTexts(out), more, nil
+}
+
+// cutPage keeps the first records of recs that fit in maxBytes (at least
+// one) and reports whether it left some out.
+func cutPage(recs []thread.Record, maxBytes int) ([]thread.Record, bool, error) {
+	used := 0
+	for i := range recs {
+		used += thread.RecordSize(&recs[i])
+		if i > 0 && used > maxBytes {
+			return ownTexts(recs[:i:i]), true, nil
+		}
+	}
+	return ownTexts(recs), false, nil
+}
+
+// ownTexts copies the records' texts into one string of their own, so a
+// page does not keep the whole reply (a compact log's texts are
+// substrings of it) in memory.
+func ownTexts(recs []thread.Record) []thread.Record {
+	n := 0
+	for i := range recs {
+		n += len(recs[i].Text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range recs {
+		b.WriteString(recs[i].Text)
+	}
+	all, off := b.String(), 0
+	for i := range recs {
+		k := len(recs[i].Text)
+		recs[i].Text = all[off : off+k]
+		off += k
+	}
+	return recs
+}
+
+// logSeg is one stored segment of a run's log.
+type logSeg struct {
+	first, last int64
+	data        []byte
+}
+
+// runSegments reads the segments of the run's log that may hold records
+// after a sequence: its run_events rows, and its segments in the shared
+// run_log rows while it runs (see RunEventsAfter), from where the run's
+// log hint says they start.
+func (s *Store) runSegments(ctx context.Context, runID uuid.UUID, after int64) ([]logSeg, error) {
+	from := s.hints.from(runID, after)
+	rows, err := s.pool.Query(ctx, sqlEventsAfter, runID, after, from)
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	var segs []logSeg
+	var (
+		inLog     bool
+		key, last int64
+		data      []byte
+		seen      = logHint{id: from}
+	)
+	_, err = pgx.ForEachRow(rows, []any{&inLog, &key, &last, &data}, func() error {
+		if !inLog {
+			segs = append(segs, logSeg{key, last, data})
+			return nil
+		}
+		seen.id = max(seen.id, key)
+		return logSegments(data, runID, func(_ uuid.UUID, first, last int64, b []byte) error {
+			seen.seq = max(seen.seq, last)
+			segs = append(segs, logSeg{first, last, b})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run events: %w", interpretError(err))
+	}
+	s.hints.note(runID, seen)
+	return segs, nil
+}
+
+// segmentText returns the text a segment's records take their token texts
+// from: none for a live segment; for a compact one the reply's, read once
+// into *reply.
+func (s *Store) segmentText(ctx context.Context, runID uuid.UUID, sg logSeg, reply **string) (string, error) {
+	if len(sg.data) == 0 || sg.data[0] != segCompact {
+		return "", nil
+	}
+	if *reply != nil {
+		return **reply, nil
+	}
+	var content []byte
+	// The run's reply: its message, or the checkpoint a continuation of
+	// an agent turn appends under the run's own id.
+	err := s.pool.QueryRow(ctx, `SELECT c.content FROM runs r JOIN checkpoints c ON c.thread_id = r.thread_id
+		AND c.id IN (r.message_id, r.id) AND c.run_id = r.id WHERE r.id = $1`, runID).Scan(&content)
+	if err != nil {
+		return "", fmt.Errorf("read run reply: %w", interpretError(err))
+	}
+	var parts []checkpoint.Part
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return "", fmt.Errorf("read run reply: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == checkpoint.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	t := b.String()
+	*reply = &t
+	return t, nil
 }
 
 // queueEvents queues the insert of one log segment.

@@ -139,34 +139,48 @@ func (f *follower) emit(ev Event, more bool) (bool, error) {
 }
 
 // catchUp replays the log after last; it reports whether the run ended.
+// The store's log is read a page at a time (Limits.LogPageBytes) and
+// turned into events a chunk at a time, so a follower whose client reads
+// slowly holds about a page, whatever the log's length.
 func (f *follower) catchUp() (bool, error) {
-	recs, src, err := f.s.logged(f.ctx, f.r.ID, f.last)
-	if err != nil {
-		return false, err
-	}
-	if len(recs) == 0 && src != logStored {
-		return src == logEnded, nil
-	}
-	if len(recs) == 0 {
-		var ended bool
-		recs, ended, err = f.s.storedTail(f.ctx, f.r, f.last)
-		if err != nil || len(recs) == 0 {
-			return ended, err
+	for {
+		recs, src, more, err := f.s.loggedPage(f.ctx, f.r.ID, f.last)
+		if err != nil {
+			return false, err
+		}
+		if len(recs) == 0 && src != logStored {
+			return src == logEnded, nil
+		}
+		if len(recs) == 0 {
+			var ended bool
+			recs, ended, more, err = f.s.storedTail(f.ctx, f.r, f.last)
+			if err != nil || len(recs) == 0 {
+				return ended, err
+			}
+		}
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), eventChunk)]
+			recs = recs[len(chunk):]
+			evs, tree, err := f.s.events(f.ctx, f.caller, f.r, chunk, f.tree)
+			if err != nil {
+				return false, err
+			}
+			f.tree = tree
+			for i, ev := range evs {
+				done, err := f.emit(ev, i < len(evs)-1 || len(recs) > 0 || more)
+				if err != nil || done {
+					return done, err
+				}
+			}
+		}
+		if !more {
+			return false, nil
 		}
 	}
-	evs, tree, err := f.s.events(f.ctx, f.caller, f.r, recs, f.tree)
-	if err != nil {
-		return false, err
-	}
-	f.tree = tree
-	for i, ev := range evs {
-		done, err := f.emit(ev, i < len(evs)-1)
-		if err != nil || done {
-			return done, err
-		}
-	}
-	return false, nil
 }
+
+// eventChunk is how many records catchUp turns into events at once.
+const eventChunk = 256
 
 // live emits the subscription's events until the run's final one (done),
 // an error, or a reason to read the log again: a gap, a subscription that
@@ -229,15 +243,16 @@ func (f *follower) batch(sub stream.Subscription[Event], batch []Event) (done, g
 // found nothing there: either the run goes on (nothing, not ended), or it
 // ended at or after last (a rejoin after the final event, or an end that
 // committed since). The final event and the run's status commit together,
-// so it reads the status first and the log again. Errors are the store's
-// (not_found for a run that is gone).
-func (s *Service) storedTail(ctx context.Context, r *Run, last int64) (recs []Record, ended bool, err error) {
+// so it reads the status first and the log again, a page of it: more says
+// the store holds more after recs, and ended is then false. Errors are
+// the store's (not_found for a run that is gone).
+func (s *Service) storedTail(ctx context.Context, r *Run, last int64) (recs []Record, ended, more bool, err error) {
 	cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
 	if err != nil || !cur.Status.Done() {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	recs, err = s.store.RunEventsAfter(ctx, r.ID, last)
-	return recs, err == nil, err
+	recs, more, err = s.store.RunEventsPage(ctx, r.ID, last, s.cfg.Limits.LogPageBytes)
+	return recs, err == nil && !more, more, err
 }
 
 // events rebuilds the stream events of records read from the run's log.

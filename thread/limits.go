@@ -22,6 +22,11 @@ type Limits struct {
 	// MessagesPerThread is how many messages a thread may hold (10,000);
 	// a run that would go over is refused with too_large.
 	MessagesPerThread int
+	// LogPageBytes is how much of a run's log one follower reads from the
+	// store at once (1 MiB, in RecordSize): a rejoin of a finished or
+	// another process's run pages through the log, so a stalled reader
+	// holds about one page, not the whole log.
+	LogPageBytes int
 	// InlineBytes is how many attachment bytes one model call may carry
 	// inlined (20 MiB), newest messages first; attachments over it are
 	// named to the model, not read.
@@ -34,6 +39,9 @@ func (l *Limits) defaults() {
 	}
 	if l.RunsPerProcess == 0 {
 		l.RunsPerProcess = 4096
+	}
+	if l.LogPageBytes <= 0 {
+		l.LogPageBytes = 1 << 20
 	}
 	if l.MessagesPerThread == 0 {
 		l.MessagesPerThread = 10000

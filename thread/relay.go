@@ -220,7 +220,7 @@ func (rd *reader) read(ctx context.Context) (bool, error) {
 	ended := false
 	if len(recs) == 0 {
 		// A wake-up for nothing new, or a quiet spell: did the run end?
-		if recs, ended, err = s.storedTail(ctx, rd.run, rd.pos); err != nil || len(recs) == 0 {
+		if recs, ended, _, err = s.storedTail(ctx, rd.run, rd.pos); err != nil || len(recs) == 0 {
 			return ended, err
 		}
 	}

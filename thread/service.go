@@ -522,6 +522,24 @@ func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]R
 	return recs, logStored, err
 }
 
+// loggedPage is logged with the store's answer cut to a page of
+// Limits.LogPageBytes; more says the store holds more after it.
+func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) (recs []Record, src logSource, more bool, err error) {
+	s.mu.Lock()
+	ar := s.runs[runID]
+	s.mu.Unlock()
+	if ar != nil {
+		// This process's memory: nothing is copied.
+		recs, ended := ar.log.after(after)
+		if ended {
+			return recs, logEnded, false, nil
+		}
+		return recs, logLive, false, nil
+	}
+	recs, more, err = s.store.RunEventsPage(ctx, runID, after, s.cfg.Limits.LogPageBytes)
+	return recs, logStored, more, err
+}
+
 // CancelRun stops a run, here or in the process that owns it. Cancelling a
 // run that already ended does nothing. not_found for unknown runs.
 func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID uuid.UUID) error {

@@ -36,6 +36,11 @@ func (c *countingStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, aft
 	return c.Store.RunEventsAfter(ctx, runID, after)
 }
 
+func (c *countingStore) RunEventsPage(ctx context.Context, runID uuid.UUID, after int64, maxBytes int) ([]thread.Record, bool, error) {
+	c.count(&c.logReads)
+	return c.Store.RunEventsPage(ctx, runID, after, maxBytes)
+}
+
 func (c *countingStore) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thread, bool, error) {
 	c.count(&c.creates)
 	return c.Store.ThreadCreate(ctx, t)

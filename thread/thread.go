@@ -229,6 +229,15 @@ type Record struct {
 	IsError bool // tool_result
 }
 
+// RecordSize is what a record takes in memory, about: its fields' bytes
+// and the struct's own. A page of the log is measured in it.
+func RecordSize(r *Record) int {
+	return recordOverhead + len(r.Text) + len(r.Code) + len(r.Status) + len(r.CallID) + len(r.Name) + len(r.Data)
+}
+
+// recordOverhead is a Record's own size, rounded up to an allocation's.
+const recordOverhead = 160
+
 // Segment is consecutive records of one run's log, appended under the
 // run's claim.
 type Segment struct {
@@ -348,6 +357,11 @@ type Store interface {
 	RunEventsAppend(ctx context.Context, segs []Segment) error
 	// RunEventsAfter returns the logged records with Seq > after, in order.
 	RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]Record, error)
+	// RunEventsPage is RunEventsAfter cut to a page: the first records
+	// after after whose RecordSize adds up to at most maxBytes (at least
+	// one record), holding nothing else in memory, and whether more
+	// follow.
+	RunEventsPage(ctx context.Context, runID uuid.UUID, after int64, maxBytes int) ([]Record, bool, error)
 	// RunLogPurge keeps what RunEventsAppend writes bounded: records of
 	// ended runs are freed (their RunFinish holds their whole log), and a
 	// running run's older records are moved to rows of its own, so a long

@@ -122,6 +122,7 @@ type Config struct {
 	RunsPerProcess    int
 	StreamsPerProcess int
 	MessagesPerThread int
+	LogPageBytes      int
 	MaxInlineBytes    int64
 	AddrRateLimit     float64
 	AuthFailures      int
@@ -214,13 +215,14 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.IdleTimeout, "idle-timeout", "THREADLINE_IDLE_TIMEOUT", time.Minute, "how long an idle keep-alive connection stays open")
 	e.dur(&cfg.StallTimeout, "stall-timeout", "THREADLINE_STALL_TIMEOUT", 30*time.Second, "a stream whose client reads nothing for this long is ended; the client rejoins from its last sequence")
 	e.num(&maxConns, "max-conns", "THREADLINE_MAX_CONNS", 8192, "connections open at once; more are answered 503 with Retry-After and closed (0: no cap)")
-	var maxAtts, maxPage, streamsPC, rejoinsPR, runsPC, msgsPT, maxRuns, maxStreams int64
+	var maxAtts, maxPage, streamsPC, rejoinsPR, runsPC, msgsPT, maxRuns, maxStreams, logPage int64
 	e.num(&maxAtts, "max-attachments", "THREADLINE_MAX_ATTACHMENTS", 10, "attachments one message may name (413 over it)")
 	e.num(&maxPage, "max-page", "THREADLINE_MAX_PAGE", 100, "threads one page of GET /threads may hold, at most 100 (400 over it)")
 	e.num(&streamsPC, "streams-per-caller", "THREADLINE_STREAMS_PER_CALLER", 256, "NDJSON streams one caller may have open (429 over it; 0: off)")
 	e.num(&rejoinsPR, "rejoins-per-run", "THREADLINE_REJOINS_PER_RUN", 64, "rejoined streams one run may have open (429 over it; 0: off)")
 	e.num(&runsPC, "runs-per-caller", "THREADLINE_RUNS_PER_CALLER", 64, "runs one caller may have in progress in this process (429 over it; 0: off)")
 	e.num(&maxRuns, "max-runs", "THREADLINE_MAX_RUNS", 4096, "runs this process may have in progress, of all callers (503 with Retry-After over it; 0: off)")
+	e.num(&logPage, "log-page-bytes", "THREADLINE_LOG_PAGE_BYTES", 1<<20, "how much of a run's log one stream reads from the database at once, so a stalled reader holds about that much, not the whole log")
 	e.num(&maxStreams, "max-streams", "THREADLINE_MAX_STREAMS", 4096, "NDJSON streams this process may have open, of all callers (503 with Retry-After over it; 0: off)")
 	e.num(&msgsPT, "max-thread-messages", "THREADLINE_MAX_THREAD_MESSAGES", 10000, "messages one thread may hold (413 over it; 0: off)")
 	e.num(&cfg.MaxInlineBytes, "max-inline-bytes", "THREADLINE_MAX_INLINE_BYTES", 20<<20, "attachment bytes one model call may carry, newest first; the rest are named, not read (0: off)")
@@ -259,7 +261,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
 	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
-	cfg.RunsPerProcess, cfg.StreamsPerProcess = int(maxRuns), int(maxStreams)
+	cfg.RunsPerProcess, cfg.StreamsPerProcess, cfg.LogPageBytes = int(maxRuns), int(maxStreams), int(logPage)
 	cfg.AuthFailures = int(authFails)
 	for _, p := range strings.Split(proxies, ",") {
 		if p = strings.TrimSpace(p); p == "" {
@@ -414,7 +416,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StartLinger: startLinger(cfg.StartLinger),
 		Tools:       tools,
 		Limits: thread.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
-			InlineBytes: int64(offIfZero(int(cfg.MaxInlineBytes)))},
+			LogPageBytes: cfg.LogPageBytes,
+			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()

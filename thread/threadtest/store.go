@@ -438,6 +438,22 @@ func (s *Store) RunEventsAfter(_ context.Context, runID uuid.UUID, after int64) 
 	return out, nil
 }
 
+// RunEventsPage implements thread.Store (the Fail op is RunEventsAfter).
+func (s *Store) RunEventsPage(ctx context.Context, runID uuid.UUID, after int64, maxBytes int) ([]thread.Record, bool, error) {
+	all, err := s.RunEventsAfter(ctx, runID, after)
+	if err != nil {
+		return nil, false, err
+	}
+	used := 0
+	for i := range all {
+		used += thread.RecordSize(&all[i])
+		if i > 0 && used > maxBytes {
+			return all[:i:i], true, nil
+		}
+	}
+	return all, false, nil
+}
+
 // RunLogPurge implements thread.Store: the fake keeps nothing to purge.
 func (s *Store) RunLogPurge(context.Context) (bool, error) { return false, nil }
 
