@@ -16,8 +16,10 @@ import (
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/threadtest"
 )
 
 var _ thread.Stepper = model.Stepper(nil)
@@ -354,5 +356,32 @@ func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("the tool ran %d times, want once", runs.Load())
+	}
+}
+
+// TestAgentTurnCountsInBudget: an earlier agent turn's tool calls and
+// results count against the model's context budget, so a turn with a big
+// result is trimmed from a later request.
+func TestAgentTurnCountsInBudget(t *testing.T) {
+	t.Parallel()
+	big := funcTool{"big", func(context.Context, json.RawMessage) (tool.Result, error) {
+		return tool.ValueResult(strings.Repeat("x", 4000)), nil
+	}}
+	m := &agentScript{steps: [][]step.Delta{{call("c1", "big", `{}`)}, {text("ok")}}}
+	st := threadtest.New()
+	svc := thread.New(st, stream.New[thread.Event](64), models{m: m, budget: 1000}, nil,
+		thread.Config{StartLinger: -1, Tools: registry(t, big)})
+	t.Cleanup(func() { svc.Shutdown(context.Background()) })
+	tid, r1, _ := runAgent(t, svc, "first", thread.RunConfig{})
+	r2, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("second"), ParentID: r1.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, done := live(svc, r2)
+	rest(t, evs, done)
+	reqs := m.requests()
+	last := reqs[len(reqs)-1].Messages
+	if len(last) != 1 || last[0].Parts[0].Text != "second" {
+		t.Fatalf("the later request: got %d messages, want only the new question (the big turn trimmed)", len(last))
 	}
 }

@@ -188,3 +188,32 @@ func TestContinuationRefused(t *testing.T) {
 		t.Fatalf("continuing a turn that no longer waits: got %v, want invalid_fork", err)
 	}
 }
+
+// TestMessageUnderContinuedTurn: a message whose parent is a continued
+// turn's id goes under the turn's newest checkpoint, and a retry of it
+// with the same id returns its run.
+func TestMessageUnderContinuedTurn(t *testing.T) {
+	t.Parallel()
+	m := &agentScript{steps: [][]step.Delta{{call("c1", "ask_user", `{}`)}, {text("ok")}}}
+	svc, _, _ := fakeSetup(t, m, thread.Config{})
+	cfg := thread.RunConfig{Tools: []thread.RunTool{{Name: "ask_user", Client: true}}}
+	tid, r1, _ := runAgent(t, svc, "go", cfg)
+	r2, _ := continueRun(t, svc, tid, r1.MessageID, thread.RunRequest{ToolResults: []thread.ToolResult{{CallID: "c1", Result: json.RawMessage(`1`)}}})
+	um := msg("next")
+	um.ID = uuid.New()
+	req := thread.RunRequest{Message: um, ParentID: r1.MessageID}
+	r3, _, err := svc.StartRun(context.Background(), "local", tid, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, done := live(svc, r3)
+	all := rest(t, evs, done)
+	tree := all[len(all)-1].Snapshot.Tree
+	if u := tree.Get(um.ID); u == nil || u.ParentID != r2.ID {
+		t.Fatalf("the new message's parent: got %v, want the continuation checkpoint %s", u, r2.ID)
+	}
+	again, existing, err := svc.StartRun(context.Background(), "local", tid, req)
+	if err != nil || !existing || again.ID != r3.ID {
+		t.Fatalf("retry: got run %v existing %v err %v, want run %s", again, existing, err, r3.ID)
+	}
+}

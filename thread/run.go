@@ -298,7 +298,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 			return nil, false, errStartAgain
 		}
 		if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
-			if ar.user.ParentID == req.ParentID && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
+			if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
 				return ar.run, true, nil
 			}
 			return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
@@ -476,6 +476,17 @@ func (s *Service) startFailed(ctx context.Context, caller string, threadID uuid.
 	return nil, false, err
 }
 
+// sameParent reports whether a stored user message's parent is the one a
+// request names: the same id, or the turn's id of a continued turn's
+// newest checkpoint.
+func (s *Service) sameParent(caller string, threadID, stored, named uuid.UUID) bool {
+	if stored == named {
+		return true
+	}
+	_, tree := s.cached(caller, threadID)
+	return tree != nil && tree.WireID(stored) == named
+}
+
 // userNode is the run's new user message (nil for none), with its
 // attachments read; not_found for an unknown attachment.
 func (s *Service) userNode(ctx context.Context, caller string, threadID uuid.UUID, m *UserMessage) (*checkpoint.Node, error) {
@@ -543,7 +554,7 @@ func (s *Service) localRun(caller string, threadID uuid.UUID) *activeRun {
 // retried answers a retry of a message id that already exists: the same
 // content returns the run it started; anything else is a conflict.
 func (s *Service) retried(ctx context.Context, th *Thread, prev *checkpoint.Node, req RunRequest) (*Run, bool, error) {
-	same := prev.Role == checkpoint.RoleUser && prev.ParentID == req.ParentID &&
+	same := prev.Role == checkpoint.RoleUser && s.sameParent(th.Caller, th.ID, prev.ParentID, req.ParentID) &&
 		string(checkpoint.MarshalParts(prev.Content)) == string(checkpoint.MarshalParts(req.Message.Content))
 	if !same {
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", prev.ID)
@@ -626,7 +637,7 @@ func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpo
 func messageSize(m ModelMessage) int {
 	n := 16
 	for _, p := range m.Parts {
-		n += len(p.Text) + len(p.Image)
+		n += len(p.Text) + len(p.Image) + len(p.ToolName) + len(p.ArgsText) + len(p.Result)
 	}
 	return n
 }
