@@ -19,13 +19,9 @@ import (
 // checks that the fast path of decodeParts gives what encoding/json gives.
 func TestDecodePartsMatchesJSON(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	s := store.New(pool)
+	s, pool := setup(t)
 	ctx := context.Background()
-	th := &thread.Thread{ID: uuid.New(), Caller: "c"}
-	if _, _, err := s.ThreadCreate(ctx, th); err != nil {
-		t.Fatal(err)
-	}
+	th := newThread(t, s, "c")
 	contents := [][]checkpoint.Part{
 		{{Type: "text", Text: " abcd efgh ijkl"}},
 		{{Type: "text", Text: ""}},
@@ -57,14 +53,7 @@ func TestDecodePartsMatchesJSON(t *testing.T) {
 		if !reflect.DeepEqual(n.Content, contents[i]) {
 			t.Errorf("content %d: got %#v, want %#v", i, n.Content, contents[i])
 		}
-		var viaJSON []checkpoint.Part
-		if err := json.Unmarshal(raws[i], &viaJSON); err != nil {
-			t.Fatal(err)
-		}
-		dp, err := store.DecodeParts(raws[i])
-		if err != nil || !reflect.DeepEqual(dp, viaJSON) {
-			t.Errorf("store.DecodeParts(%s): got %#v, %v; want %#v as encoding/json decodes it", raws[i], dp, err, viaJSON)
-		}
+		checkDecodeParts(t, raws[i])
 		if len(raws[i]) > 0 && string(raws[i][:11]) == `[{"text": "` {
 			fast++
 		}
@@ -165,13 +154,9 @@ func BenchmarkCheckpointsAfter(b *testing.B) {
 // them as encoding/json does.
 func TestAgentPartsRoundTrip(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	s := store.New(pool)
+	s, pool := setup(t)
 	ctx := context.Background()
-	th := &thread.Thread{ID: uuid.New(), Caller: "c"}
-	if _, _, err := s.ThreadCreate(ctx, th); err != nil {
-		t.Fatal(err)
-	}
+	th := newThread(t, s, "c")
 	parts := []checkpoint.Part{
 		{Type: "reasoning", Text: "Let me think"},
 		{Type: "text", Text: "I'll use the calculator."},
@@ -201,13 +186,20 @@ func TestAgentPartsRoundTrip(t *testing.T) {
 		if g, w := checkpoint.MarshalParts(got[i].Content), checkpoint.MarshalParts(want); string(g) != string(w) {
 			t.Errorf("content %d read back:\n got %s\nwant %s", i, g, w)
 		}
-		var viaJSON []checkpoint.Part
-		if err := json.Unmarshal(raws[i], &viaJSON); err != nil {
-			t.Fatal(err)
-		}
-		dp, err := store.DecodeParts(raws[i])
-		if err != nil || !reflect.DeepEqual(dp, viaJSON) {
-			t.Errorf("store.DecodeParts(%s): got %#v, %v; want %#v as encoding/json decodes it", raws[i], dp, err, viaJSON)
-		}
+		checkDecodeParts(t, raws[i])
+	}
+}
+
+// checkDecodeParts checks that store.DecodeParts reads a content as
+// written by Postgres (raw) as encoding/json does.
+func checkDecodeParts(t *testing.T, raw []byte) {
+	t.Helper()
+	var viaJSON []checkpoint.Part
+	if err := json.Unmarshal(raw, &viaJSON); err != nil {
+		t.Fatal(err)
+	}
+	dp, err := store.DecodeParts(raw)
+	if err != nil || !reflect.DeepEqual(dp, viaJSON) {
+		t.Errorf("store.DecodeParts(%s): got %#v, %v; want %#v as encoding/json decodes it", raw, dp, err, viaJSON)
 	}
 }

@@ -30,11 +30,7 @@ func TestRunRawAppendAndList(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	run, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, run := startThreadRun(t, s)
 	at := time.Date(2026, 11, 25, 10, 0, 0, 123000, time.UTC)
 	line := `data: {"choices":[{"delta":{"content":"Hi"}}],  "x":1}`
 	lineJSON, _ := json.Marshal(line)
@@ -111,11 +107,7 @@ func TestRunRawCap(t *testing.T) {
 	s, _ := setup(t)
 	s.SetRawMaxBytes(100)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	run, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, run := startThreadRun(t, s)
 	rec := func(seq int64) thread.RawRecord { // 32 bytes of data
 		return thread.RawRecord{Sequence: seq, Source: thread.RawProvider, Kind: thread.RawChunk, Data: json.RawMessage(`"` + strings.Repeat("x", 30) + `"`)}
 	}
@@ -152,11 +144,7 @@ func TestRunRawConcurrentAppends(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	run, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, run := startThreadRun(t, s)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -192,11 +180,7 @@ func TestThreadDeleteRemovesRawRecords(t *testing.T) {
 	t.Parallel()
 	s, pool := setup(t)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	run, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, run := startThreadRun(t, s)
 	if err := s.RunRawAppend(ctx, run.ID, []thread.RawRecord{{Sequence: 1, Source: "tool", Kind: "input", Data: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -219,16 +203,8 @@ func TestRunRawAppendAll(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	a, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	th2 := newThread(t, s, "alice")
-	b, err := startRun(t, s, th2, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, a := startThreadRun(t, s)
+	th2, b := startThreadRun(t, s)
 	rec := func(seq int64, data string) thread.RawRecord {
 		return thread.RawRecord{Sequence: seq, Source: thread.RawTool, Kind: thread.RawCall, Data: json.RawMessage(data)}
 	}

@@ -623,11 +623,7 @@ func TestRunLogCompacts(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	r, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th, r := startThreadRun(t, s)
 	recs := []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}
 	var reply string
 	for i := 2; i <= 41; i++ {
@@ -1502,11 +1498,7 @@ func TestRunGetReturnsJSONErrors(t *testing.T) {
 			t.Parallel()
 			s, pool := setup(t)
 			ctx := context.Background()
-			th := newThread(t, s, "alice")
-			r, err := startRun(t, s, th, uuid.Nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			th, r := startThreadRun(t, s)
 			if _, err := s.RunGet(ctx, th.ID, r.ID); err != nil {
 				t.Fatalf("RunGet before: %v", err)
 			}
@@ -1535,11 +1527,7 @@ func TestRunEventsAfterFollowsOn(t *testing.T) {
 	s, pool := setup(t)
 	fresh := func() *store.Store { return store.New(pool) }
 	ctx := context.Background()
-	th := newThread(t, s, "alice")
-	r, err := startRun(t, s, th, uuid.Nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := startThreadRun(t, s)
 	o, err := startRun(t, s, newThread(t, s, "bob"), uuid.Nil)
 	if err != nil {
 		t.Fatal(err)
