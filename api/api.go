@@ -507,3 +507,13 @@ func jsonKind(goType string) string {
 func pathUUID(c echo.Context, name string) (uuidValue, error) {
 	return parseUUID(name, c.Param(name))
 }
+
+// pathRun parses the thread_id and run_id path parameters of a run's
+// routes; an invalid one is errcode.Invalid (400).
+func pathRun(c echo.Context) (threadID, runID uuidValue, err error) {
+	if threadID, err = pathUUID(c, "thread_id"); err != nil {
+		return threadID, runID, err
+	}
+	runID, err = pathUUID(c, "run_id")
+	return threadID, runID, err
+}

@@ -39,11 +39,7 @@ type rawLine struct {
 // the store page by page. Errors before the first page are JSON errors;
 // one after it ends the body early (and is logged).
 func (s *Server) getRunRaw(c echo.Context) error {
-	threadID, err := pathUUID(c, "thread_id")
-	if err != nil {
-		return err
-	}
-	runID, err := pathUUID(c, "run_id")
+	threadID, runID, err := pathRun(c)
 	if err != nil {
 		return err
 	}

@@ -129,11 +129,7 @@ func (s *Server) startRun(c echo.Context) error {
 }
 
 func (s *Server) rejoinRun(c echo.Context) error {
-	threadID, err := pathUUID(c, "thread_id")
-	if err != nil {
-		return err
-	}
-	runID, err := pathUUID(c, "run_id")
+	threadID, runID, err := pathRun(c)
 	if err != nil {
 		return err
 	}
@@ -310,11 +306,7 @@ func appendTokenLine(b []byte, ev *thread.Event) []byte {
 }
 
 func (s *Server) cancelRun(c echo.Context) error {
-	threadID, err := pathUUID(c, "thread_id")
-	if err != nil {
-		return err
-	}
-	runID, err := pathUUID(c, "run_id")
+	threadID, runID, err := pathRun(c)
 	if err != nil {
 		return err
 	}
@@ -325,11 +317,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 }
 
 func (s *Server) getRun(c echo.Context) error {
-	threadID, err := pathUUID(c, "thread_id")
-	if err != nil {
-		return err
-	}
-	runID, err := pathUUID(c, "run_id")
+	threadID, runID, err := pathRun(c)
 	if err != nil {
 		return err
 	}

@@ -131,10 +131,7 @@ func (s *textScan) value(depth int) error {
 }
 
 func (s *textScan) object(depth int) error {
-	s.i++ // {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	if s.enter('}') {
 		return nil
 	}
 	for {
@@ -162,54 +159,69 @@ func (s *textScan) object(depth int) error {
 			return errMalformed
 		}
 		s.i++
-		s.path = append(s.path, key)
-		if err := s.value(depth + 1); err != nil {
+		if err := s.member(key, depth); err != nil {
 			return err
 		}
-		s.path = s.path[:len(s.path)-1]
-		s.ws()
-		if s.i >= len(s.b) {
-			return errMalformed
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return errMalformed
+		if end, err := s.next('}'); end || err != nil {
+			return err
 		}
 	}
 }
 
 func (s *textScan) array(depth int) error {
-	s.i++ // [
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	if s.enter(']') {
 		return nil
 	}
 	for n := 0; ; n++ {
-		s.path = append(s.path, "["+strconv.Itoa(n)+"]")
-		if err := s.value(depth + 1); err != nil {
+		if err := s.member("["+strconv.Itoa(n)+"]", depth); err != nil {
 			return err
 		}
-		s.path = s.path[:len(s.path)-1]
-		s.ws()
-		if s.i >= len(s.b) {
-			return errMalformed
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return errMalformed
+		if end, err := s.next(']'); end || err != nil {
+			return err
 		}
 	}
+}
+
+// enter steps into the object or array at s.i, which close ends, and
+// reports whether it is empty (then it also steps past close).
+func (s *textScan) enter(close byte) (empty bool) {
+	s.i++ // { or [
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// member walks the value of an object's key or an array's element, its
+// path element name, at depth+1.
+func (s *textScan) member(name string, depth int) error {
+	s.path = append(s.path, name)
+	if err := s.value(depth + 1); err != nil {
+		return err
+	}
+	s.path = s.path[:len(s.path)-1]
+	return nil
+}
+
+// next steps past the comma after a member of the object or array that
+// close ends, or past close, and reports whether it was the end; anything
+// else is errMalformed.
+func (s *textScan) next(close byte) (end bool, err error) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, errMalformed
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case close:
+		s.i++
+		return true, nil
+	}
+	return false, errMalformed
 }
 
 // str reads a string literal at s.i and returns why the policy refuses it

@@ -215,17 +215,10 @@ func (r *rig) run(ctx context.Context, modelName, key string) (sample, error) {
 	return s, err
 }
 
-// rowBytes sums pg_column_size of a thread's live rows: the thread, its
-// checkpoints, runs and run event log.
+// rowBytes sums pg_column_size of a thread's live rows (see
+// bench.ThreadRowBytes).
 func (r *rig) rowBytes(ctx context.Context, threadID uuid.UUID) (int64, error) {
-	var n int64
-	err := r.stats.QueryRow(ctx, `SELECT
-		(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM threads t WHERE t.id = $1) +
-		(SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints c WHERE c.thread_id = $1) +
-		(SELECT coalesce(sum(pg_column_size(r.*)), 0) FROM runs r WHERE r.thread_id = $1) +
-		(SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM run_events e JOIN runs r ON r.id = e.run_id WHERE r.thread_id = $1)`,
-		threadID).Scan(&n)
-	return n, err
+	return bench.ThreadRowBytes(ctx, r.stats, threadID)
 }
 
 func (r *rig) result(ctx context.Context, o options, agent, plain []sample) *Result {

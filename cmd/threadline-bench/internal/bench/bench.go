@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/threadline/threadline/store/pgtest"
 )
@@ -71,6 +72,20 @@ func PGVersion(ctx context.Context, conn *pgx.Conn) string {
 		return "unknown"
 	}
 	return v
+}
+
+// ThreadRowBytes sums pg_column_size of the live rows that belong to a
+// thread: its row, checkpoints, runs and run event log (no indexes, page
+// overhead or dead row versions). It returns the query's error.
+func ThreadRowBytes(ctx context.Context, conn *pgx.Conn, threadID uuid.UUID) (int64, error) {
+	var n int64
+	err := conn.QueryRow(ctx, `SELECT
+		(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM threads t WHERE t.id = $1) +
+		(SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints c WHERE c.thread_id = $1) +
+		(SELECT coalesce(sum(pg_column_size(r.*)), 0) FROM runs r WHERE r.thread_id = $1) +
+		(SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM run_events e JOIN runs r ON r.id = e.run_id WHERE r.thread_id = $1)`,
+		threadID).Scan(&n)
+	return n, err
 }
 
 // GitCommit returns `git rev-parse HEAD` of the checkout around the binary

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 )
 
 // sizeSQL sums pg_total_relation_size over every table of the public schema.
@@ -77,16 +79,8 @@ func (b *peerBench) totalSize(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// rowBytes sums pg_column_size of the live rows that belong to a thread:
-// its row, checkpoints, runs and run event log (no indexes, page overhead
-// or dead row versions).
+// rowBytes sums pg_column_size of a thread's live rows (see
+// bench.ThreadRowBytes).
 func (b *peerBench) rowBytes(ctx context.Context, threadID uuid.UUID) (int64, error) {
-	var n int64
-	err := b.pgStats.QueryRow(ctx, `SELECT
-		(SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM threads t WHERE t.id = $1) +
-		(SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints c WHERE c.thread_id = $1) +
-		(SELECT coalesce(sum(pg_column_size(r.*)), 0) FROM runs r WHERE r.thread_id = $1) +
-		(SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM run_events e JOIN runs r ON r.id = e.run_id WHERE r.thread_id = $1)`,
-		threadID).Scan(&n)
-	return n, err
+	return bench.ThreadRowBytes(ctx, b.pgStats, threadID)
 }
