@@ -6,12 +6,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -215,5 +217,62 @@ func TestMessageUnderContinuedTurn(t *testing.T) {
 	again, existing, err := svc.StartRun(context.Background(), "local", tid, req)
 	if err != nil || !existing || again.ID != r3.ID {
 		t.Fatalf("retry: got run %v existing %v err %v, want run %s", again, existing, err, r3.ID)
+	}
+}
+
+// TestAgentRecoveryOnPostgres: on the real store, a run whose process
+// stops answering during a tool call is recovered from its group-commit
+// log (agent records in run_log segments) with the call answered
+// "interrupted"; the tool ran once, and the owner's client, a replay
+// from the compacted log and the stored reply agree.
+func TestAgentRecoveryOnPostgres(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	started, release := make(chan struct{}), make(chan struct{})
+	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+		runs.Add(1)
+		close(started)
+		<-release
+		return tool.ValueResult("late"), nil
+	}}
+	m := &agentScript{steps: [][]step.Delta{
+		{{Kind: step.Reasoning, Text: "thinking"}, text("Working."), call("c1", "block", `{"a":`), call("c1", "block", `1}`)},
+		{text("after")},
+	}}
+	fs := newFaultStore(t)
+	svc := faultSetup(t, fs, m, thread.Config{Tools: registry(t, block)})
+	tid := uuid.New()
+	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("block")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, done := live(svc, r)
+	seen := []thread.Event{}
+	for ev := next(t, evs); ; ev = next(t, evs) {
+		seen = append(seen, ev)
+		if ev.Type == thread.KindToolCall && ev.Text == "1}" {
+			break
+		}
+	}
+	<-started
+	rec := thread.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
+		thread.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	if n := rec.Recover(context.Background()); n != 1 {
+		t.Fatalf("Recover: got %d, want 1", n)
+	}
+	close(release)
+	seen = append(seen, rest(t, evs, done)...)
+	got := stored(t, fs, tid, r.ID)
+	sameAgentEvents(t, "the owner's client against the stored log", seen, got, r.MessageID)
+	nodes, err := fs.CheckpointsAfter(context.Background(), tid, 0)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("checkpoints: got %d, %v; want the question and the reply", len(nodes), err)
+	}
+	c := nodes[1].Content
+	if len(c) != 3 || c[0].Type != "reasoning" || c[2].ArgsText != `{"a":1}` || string(c[2].Result) != `"interrupted"` || !c[2].IsError {
+		t.Fatalf("stored reply: got %+v, want reasoning, text and the call answered \"interrupted\"", c)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times, want once", runs.Load())
 	}
 }
