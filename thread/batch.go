@@ -26,6 +26,15 @@ type batcher[T any] struct {
 	open bool
 }
 
+// maybeWritten is a batcher's answer for a request whose write alone
+// failed after the write of its whole batch failed for want of the
+// database: that write may have committed it all the same. It wraps the
+// answer of the write alone.
+type maybeWritten struct{ err error }
+
+func (e *maybeWritten) Error() string { return e.err.Error() }
+func (e *maybeWritten) Unwrap() error { return e.err }
+
 // errBatcherStopped answers a write to a batcher that is not running.
 var errBatcherStopped = errors.New("the service's writer is stopped")
 
@@ -124,13 +133,27 @@ func (b *batcher[T]) loop(stop <-chan struct{}) {
 			for i, r := range batch {
 				items[i] = r.item
 			}
-			if err := b.all(ctx, items); err == nil {
+			err := b.all(ctx, items)
+			if err == nil {
 				for _, r := range batch {
 					r.done <- nil
 				}
 				cancel()
 				continue
 			}
+			// A write that failed for want of the database may have
+			// committed: a refusal of the same request alone may be its
+			// own earlier write's doing.
+			unknown := retryable(err)
+			for _, r := range batch {
+				err := b.one(ctx, r.item)
+				if err != nil && unknown {
+					err = &maybeWritten{err: err}
+				}
+				r.done <- err
+			}
+			cancel()
+			continue
 		}
 		for _, r := range batch {
 			r.done <- b.one(ctx, r.item)

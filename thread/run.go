@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -157,6 +158,10 @@ type activeRun struct {
 	// exist: a concurrent start on its thread waits before naming it.
 	started chan struct{}
 	startOK bool
+	// unsure says the start's write failed in a way that may have
+	// committed it (the connection died during the commit): the run may
+	// exist with nobody running it (releaseUnsure).
+	unsure atomic.Bool
 }
 
 // settle records the outcome of the run's start and wakes its waiters.
@@ -738,6 +743,9 @@ func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkp
 		delete(s.runs, r.ID)
 		s.mu.Unlock()
 		s.leaveThread(r)
+		if ar.unsure.Load() {
+			s.releaseUnsure(r)
+		}
 	}()
 	return ar, started
 }
@@ -801,8 +809,12 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		}
 		err := s.starts.write(startReq{in, firstRec})
 		if err != nil {
-			// Refused or not saved: nothing of the run exists. Free the
-			// thread before the caller hears of it.
+			// Refused or not saved: nothing of the run is to be. Free the
+			// thread before the caller hears of it. A write that failed
+			// for want of the database may have committed all the same:
+			// then the run is released once the database answers.
+			var mw *maybeWritten
+			ar.unsure.Store(retryable(err) || errors.As(err, &mw))
 			ar.cancel(RunFailed)
 			s.leaveThread(r)
 			w.started(false)
@@ -1059,6 +1071,43 @@ func (s *Service) writeEnd(f finishing, in RunFinish) error {
 		case <-s.abandonCtx.Done():
 			t.Stop()
 			return err
+		}
+		wait = min(2*wait, s.cfg.RetryMax)
+	}
+}
+
+// releaseUnsure ends a run whose start write failed in a way that may
+// have committed it (a connection lost during the commit): the caller was
+// told it failed and nothing here runs it, so, if it was written, it must
+// not stay running until its lease lapses, holding its thread and freezing
+// a client that retries with the same message id (which is given that
+// run). Once the database answers, a written run has its lease expired and
+// is recovered at once (interrupted, with its empty reply); one that was
+// never written is left alone. It tries for up to a lease (then the lease
+// has lapsed anyway) or until Shutdown's grace ends.
+func (s *Service) releaseUnsure(r *Run) {
+	deadline := time.Now().Add(s.cfg.Lease)
+	wait := s.cfg.RetryMin
+	for {
+		ctx, cancel := context.WithTimeout(s.abandonCtx, max(s.cfg.Lease/3, time.Second))
+		_, lost, err := s.store.RunLeaseRenew(ctx, []RunClaim{{RunID: r.ID, Claim: r.Claim}}, time.Unix(0, 0).UTC())
+		cancel()
+		if err == nil {
+			if len(lost) == 0 {
+				s.log.Warn("a run whose start failed had been written; recovering it", "run_id", r.ID, "thread_id", r.ThreadID)
+				s.Recover(s.abandonCtx)
+			}
+			return
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.abandonCtx.Done():
+			t.Stop()
+			return
 		}
 		wait = min(2*wait, s.cfg.RetryMax)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,6 +21,7 @@ type Private struct {
 	t    testing.TB
 	env  []string
 	root string
+	dir  string
 	// URL is the cluster's maintenance database (postgres), as superuser.
 	URL string
 }
@@ -51,7 +53,7 @@ func NewPrivate(t testing.TB) *Private {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	c := &Private{t: t, root: root, env: append(os.Environ(), "THREADLINE_PG_INSTALL=0",
+	c := &Private{t: t, root: root, dir: dir, env: append(os.Environ(), "THREADLINE_PG_INSTALL=0",
 		"THREADLINE_PGDATA="+dir, "THREADLINE_PGPORT="+strconv.Itoa(port))}
 	t.Cleanup(func() {
 		c.run("stop")
@@ -67,6 +69,31 @@ func (c *Private) Stop() { c.t.Helper(); c.run("stop") }
 // Start starts the stopped cluster again on the same port and waits until
 // it accepts connections.
 func (c *Private) Start() { c.t.Helper(); c.run("start") }
+
+// Crash stops the cluster as a crash would: SIGQUIT to the postmaster,
+// Postgres's immediate shutdown (every session ends at once, no
+// checkpoint; the next Start runs crash recovery). It waits until the
+// server is gone.
+func (c *Private) Crash() {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "data", "postmaster.pid"))
+	if err != nil {
+		c.t.Fatalf("crash: %v", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		c.t.Fatalf("crash: postmaster.pid: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
+		c.t.Fatalf("crash: signal the postmaster (%d): %v", pid, err)
+	}
+	for deadline := time.Now().Add(time.Minute); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("crash: the postmaster (%d) still runs a minute after SIGQUIT", pid)
+		}
+	}
+}
 
 // Restart stops the cluster and starts it again at once, in one script
 // run, and returns how long the server was down (from the stop's start to

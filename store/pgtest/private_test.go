@@ -9,8 +9,8 @@ import (
 )
 
 // TestPrivateRestart: a private cluster answers, refuses connections while
-// stopped, and answers again after Start and after Restart, on the same
-// URL.
+// stopped or crashed, and answers again after Start and after Restart, on
+// the same URL.
 func TestPrivateRestart(t *testing.T) {
 	t.Parallel()
 	c := NewPrivate(t)
@@ -40,4 +40,12 @@ func TestPrivateRestart(t *testing.T) {
 		t.Fatalf("restarted: %v", err)
 	}
 	t.Logf("restart: down for at most %v", d)
+	c.Crash()
+	if err := ping(); err == nil {
+		t.Fatal("crashed: a connection succeeded, want refused")
+	}
+	c.Start()
+	if err := ping(); err != nil {
+		t.Fatalf("started after a crash: %v", err)
+	}
 }

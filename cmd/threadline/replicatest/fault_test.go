@@ -239,14 +239,18 @@ func checkErrorBeforeFinal(t *testing.T, who string, evs []event) {
 // outlasts it), a run whose end could not be written within it is
 // released, and every run ends as one process wrote it (succeeded, or
 // interrupted by recovery after a run_interrupted error event, its owner
-// fenced); either way every check of faultRun.check holds.
+// fenced); either way every check of faultRun.check holds. Crashed
+// (Postgres's immediate shutdown, then crash recovery), every event a
+// client saw survives: it was committed before it was sent.
 func TestPostgresStopped(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, lease, want string
+		crash             bool // an immediate shutdown, as a crash: no checkpoint, crash recovery at start
 	}{
-		{"within the lease", longLease, "succeeded"},
-		{"past the lease", "THREADLINE_RUN_LEASE=2s", ""},
+		{"within the lease", longLease, "succeeded", false},
+		{"past the lease", "THREADLINE_RUN_LEASE=2s", "", false},
+		{"crashed", longLease, "succeeded", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -258,7 +262,11 @@ func TestPostgresStopped(t *testing.T) {
 				runs = append(runs, startFaultRun(t, short, long, fmt.Sprintf("short run %d", i), 3))
 				runs = append(runs, startFaultRun(t, long, short, fmt.Sprintf("long run %d", i), 3))
 			}
-			pg.Stop()
+			if tc.crash {
+				pg.Crash()
+			} else {
+				pg.Stop()
+			}
 			for _, r := range []*replica{short, long} {
 				if s, code, body := tryRun(t, r, uuid.NewString(), message("", "while down")); s != nil || code != http.StatusServiceUnavailable {
 					t.Fatalf("a run on %s while Postgres is down: %d %s, want 503", r.name, code, body)
@@ -642,9 +650,9 @@ func (o *outageStart) send(t *testing.T, r *replica) {
 }
 
 // TestStartsDuringOutage starts runs on new threads on both replicas, one
-// every few milliseconds, while Postgres shuts down, is down and starts up
-// again under them: each start is acknowledged (200 with its events) or
-// refused (503), nothing else.
+// every few milliseconds, while Postgres stops (or crashes), is down and
+// starts up again under them: each start is acknowledged (200 with its
+// events) or refused (503), nothing else.
 // Once Postgres is back every acknowledged run has ended with its final
 // snapshot holding its user message, and every refused start, sent again
 // with the same message id to the other replica, gives one run: the thread
@@ -652,6 +660,21 @@ func (o *outageStart) send(t *testing.T, r *replica) {
 // its answer was lost is returned, not doubled).
 func TestStartsDuringOutage(t *testing.T) {
 	t.Parallel()
+	for _, crash := range []bool{false, true} {
+		name := "stopped"
+		if crash {
+			name = "crashed"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			startsAroundOutage(t, crash)
+		})
+	}
+}
+
+// startsAroundOutage is TestStartsDuringOutage with Postgres stopped, or
+// crashed (immediate shutdown, then crash recovery).
+func startsAroundOutage(t *testing.T, crash bool) {
 	pg := pgtest.NewPrivate(t)
 	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=100", longLease}
 	rs := []*replica{startReplica(t, "replica0", pg.URL, env...), startReplica(t, "replica1", pg.URL, env...)}
@@ -671,12 +694,14 @@ func TestStartsDuringOutage(t *testing.T) {
 		}
 		close(launched)
 	}()
-	// Starts go on while Postgres shuts down, is down and starts up again.
+	// Starts go on while Postgres goes down, is down and starts up again.
 	for i := range launched {
-		switch i {
-		case n / 6:
+		switch {
+		case i == n/6 && crash:
+			pg.Crash()
+		case i == n/6:
 			pg.Stop()
-		case 2 * n / 3:
+		case i == 2*n/3:
 			pg.Start()
 		}
 	}
@@ -701,9 +726,19 @@ func TestStartsDuringOutage(t *testing.T) {
 	if len(refused) == 0 || counts[http.StatusOK] == 0 {
 		t.Fatalf("starts: %v, want both acknowledged and refused ones (the outage missed them)", counts)
 	}
+	// Each refused start is sent again to the other replica (again while
+	// it answers 503, as Retry-After asks).
 	for _, o := range refused {
 		wg.Add(1)
-		go func() { defer wg.Done(); o.send(t, rs[(slicesIndex(rs, o.r)+1)%2]) }()
+		go func() {
+			defer wg.Done()
+			for deadline := time.Now().Add(faultBound); ; time.Sleep(50 * time.Millisecond) {
+				o.send(t, rs[(slicesIndex(rs, o.r)+1)%2])
+				if o.code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+					return
+				}
+			}
+		}()
 	}
 	wg.Wait()
 	for i, o := range refused {
@@ -712,6 +747,11 @@ func TestStartsDuringOutage(t *testing.T) {
 		}
 		o.check(t, fmt.Sprintf("refused start %d sent again", i), o.r)
 	}
+	written := 0
+	for _, r := range rs {
+		written += strings.Count(r.log(), "a run whose start failed had been written")
+	}
+	t.Logf("refused starts whose run had been written all the same (recovered at once): %d", written)
 }
 
 // check checks an acknowledged start's stream and its thread on r: one
