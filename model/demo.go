@@ -127,6 +127,7 @@ var (
 	reList  = regexp.MustCompile(`(?i)\b(list|ideas|bullet|bullets|items)\b`)
 	reArith = regexp.MustCompile(`[-+*/%^().\d\s]*\d[-+*/%^().\d\s]*`)
 	reOp    = regexp.MustCompile(`\d\s*[)]*\s*(\*\*|[-+*/%^])\s*[(]*\s*-?\s*[\d.(]`)
+	reAsk   = regexp.MustCompile(`(?i)\bask me\b`)
 	reWait  = regexp.MustCompile(`(?i)\bwait (\d{1,2}(\.\d+)?) ?(s|sec|secs|seconds?)\b`)
 	reZone  = regexp.MustCompile(`\b[A-Z][A-Za-z_]+/[A-Z][A-Za-z_]+(/[A-Z][A-Za-z_]+)?\b`)
 )
@@ -152,6 +153,9 @@ func demoReply(req step.Request, prompt string) []step.Delta {
 	}
 	if calls := pendingAnswers(req); calls != nil {
 		return words(answerText(calls))
+	}
+	if tools[AskUserTool] && reAsk.MatchString(prompt) {
+		return askReply(seed(prompt, req.Call), prompt)
 	}
 	expr := arithmetic(prompt)
 	wantTime := reTime.MatchString(prompt)
@@ -188,6 +192,19 @@ func demoReply(req step.Request, prompt string) []step.Delta {
 		return words(listText(prompt))
 	}
 	return words(introText(prompt, req.Call))
+}
+
+// AskUserTool is the client tool the demo calls when asked to ask: the
+// web app declares it and lets the person answer in a form.
+const AskUserTool = "ask_user"
+
+// askReply is a step that asks the person a question through the client's
+// ask_user tool; the run waits (requires_action) for the answer.
+func askReply(seed uint64, prompt string) []step.Delta {
+	out := words("Before I go on with " + echo(prompt) + ", I need to know one thing.\n\n")
+	b, _ := json.Marshal(map[string]any{"question": "Which should I do first?", "choices": []string{"Make a plan", "Do the sums"}})
+	id := fmt.Sprintf("call_%012x_ask", seed&0xffffffffffff)
+	return append(out, step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: AskUserTool, ArgsText: string(b)})
 }
 
 // toolCallReply is a step that calls calculator on expr, clock in zone
@@ -286,6 +303,8 @@ func answerText(calls []*step.ToolCall) string {
 			fmt.Fprintf(&b, "**%s = %s**", in.Expression, res)
 		case c.Name == "clock":
 			b.WriteString(clockText(c.Result))
+		case c.Name == AskUserTool:
+			fmt.Fprintf(&b, "You answered: **%s**. Thank you, that is what I needed.", strings.TrimSuffix(res, "."))
 		case c.Name == "wait":
 			var w struct {
 				Seconds float64 `json:"waited_seconds"`

@@ -277,3 +277,44 @@ func TestDemoFailAndCancel(t *testing.T) {
 		t.Errorf("onToken's error: got %v, want it back", err)
 	}
 }
+
+// TestDemoAsksUser: with the client's ask_user tool, "ask me" makes the
+// demo call it (the run then waits for the person); given the answer, the
+// next step says what was answered. Without the tool it does not ask.
+func TestDemoAsksUser(t *testing.T) {
+	t.Parallel()
+	ask := tool.Spec{Name: model.AskUserTool, Description: "Ask the person.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	m := model.NewDemo(0)
+	user := step.Message{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "ask me what to do"}}}
+	ds, res := agentStep(t, m, step.Request{Tools: []tool.Spec{ask}, Messages: []step.Message{user}})
+	if res.StopReason != step.StopToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != model.AskUserTool {
+		t.Fatalf("first step: stop %q, calls %+v; want one %s call", res.StopReason, res.ToolCalls, model.AskUserTool)
+	}
+	var args struct {
+		Question string   `json:"question"`
+		Choices  []string `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(res.ToolCalls[0].ArgsText), &args); err != nil || args.Question == "" || len(args.Choices) == 0 {
+		t.Errorf("ask_user arguments: got %s (%v), want a question and choices", res.ToolCalls[0].ArgsText, err)
+	}
+	if _, _, names := callsOf(ds); len(names) != 1 {
+		t.Errorf("streamed calls: got %v, want one", names)
+	}
+	c := res.ToolCalls[0]
+	c.Result = json.RawMessage(`"Make a plan"`)
+	asst := step.Message{Role: checkpoint.RoleAssistant, Parts: []step.Part{{Type: "tool-call", Call: &c}}}
+	ds, res = agentStep(t, m, step.Request{Tools: []tool.Spec{ask}, Messages: []step.Message{user, asst}})
+	var text strings.Builder
+	for _, d := range ds {
+		if d.Kind == step.Text {
+			text.WriteString(d.Text)
+		}
+	}
+	if res.StopReason != step.StopDone || !strings.Contains(text.String(), "You answered: **Make a plan**") {
+		t.Errorf("second step: stop %q, text %q; want the answer repeated", res.StopReason, text.String())
+	}
+	_, asst2, _ := turn(t, "ask me what to do", nil, time.Now())
+	if strings.Contains(lastText(asst2), "need to know") {
+		t.Errorf("without ask_user: got %q, want no question", lastText(asst2))
+	}
+}

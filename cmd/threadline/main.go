@@ -98,6 +98,9 @@ type Config struct {
 	LogLevel        string
 	TitleModel      string
 	StartLinger     time.Duration
+	// ToolApproval names built-in tools whose every call needs a person's
+	// approval (MCP servers say it in their own config).
+	ToolApproval []string
 	// MCPConfig names the MCP servers' config file (empty: built-in tools
 	// only); MCPConnectTimeout bounds connecting to them at start.
 	MCPConfig         string
@@ -242,6 +245,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.str(&builtinMode, "builtin-mode", "THREADLINE_BUILTIN_MODE", "words", "what the built-in model answers: words (the benchmarks' workload) or demo")
 	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
+	var approval string
+	e.str(&approval, "tool-approval", "THREADLINE_TOOL_APPROVAL", "", "built-in tools whose every call waits for a person's approval, comma separated (e.g. clock,wait)")
 	e.str(&cfg.MCPConfig, "mcp-config", "THREADLINE_MCP_CONFIG", "", "JSON file naming MCP servers whose tools runs may call (empty: built-in tools only)")
 	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
 	e.num(&cfg.RawMaxBytes, "raw-max-bytes", "THREADLINE_RAW_MAX_BYTES", store.DefaultRawMaxBytes, "bytes of raw records (provider chunks, tool input and output) kept per run, for GET …/runs/{run_id}/raw (0: none kept)")
@@ -252,21 +257,14 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	if len(e.errs) > 0 {
 		return cfg, errors.Join(e.errs...)
 	}
-	for _, t := range strings.Split(attTypes, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			cfg.AttachmentTypes = append(cfg.AttachmentTypes, t)
-		}
-	}
+	cfg.AttachmentTypes, cfg.ToolApproval = splitList(attTypes), splitList(approval)
 	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
 	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
 	cfg.RunsPerProcess, cfg.StreamsPerProcess, cfg.LogPageBytes = int(maxRuns), int(maxStreams), int(logPage)
 	cfg.AuthFailures = int(authFails)
-	for _, p := range strings.Split(proxies, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
+	for _, p := range splitList(proxies) {
 		_, n, err := net.ParseCIDR(p)
 		if err != nil {
 			return cfg, fmt.Errorf("THREADLINE_TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", p)
@@ -592,4 +590,15 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	fmt.Fprintf(stdout, "version %d dirty %v\n", v, dirty)
 	return nil
+}
+
+// splitList returns the non-empty, trimmed items of a comma-separated list.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -21,7 +21,11 @@ import (
 // by the caller on shutdown.
 func openTools(ctx context.Context, cfg Config, log *slog.Logger) (*tool.Registry, *mcp.Servers, error) {
 	reg := tool.NewRegistry(0)
-	if err := reg.Add(tool.Builtins(nil)...); err != nil {
+	builtins, err := withApproval(tool.Builtins(nil), cfg.ToolApproval)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := reg.Add(builtins...); err != nil {
 		return nil, nil, err
 	}
 	if cfg.MCPConfig == "" {
@@ -50,6 +54,27 @@ func openTools(ctx context.Context, cfg Config, log *slog.Logger) (*tool.Registr
 	log.Info("MCP servers connected", "configured", len(mc.Servers), "failed", len(failed),
 		"tools", len(servers.Tools()), "took", time.Since(start).Round(time.Millisecond).String())
 	return reg, servers, nil
+}
+
+// withApproval marks the built-in tools named in names as needing approval.
+// Errors: a name that is no built-in tool (THREADLINE_TOOL_APPROVAL).
+func withApproval(tools []tool.Tool, names []string) ([]tool.Tool, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := make([]tool.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t
+		if want[t.Spec().Name] {
+			out[i] = tool.NeedApproval(t)
+			delete(want, t.Spec().Name)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("THREADLINE_TOOL_APPROVAL: %q is not a built-in tool", n)
+	}
+	return out, nil
 }
 
 // unjoin lists the errors of an errors.Join (none for nil).

@@ -1,11 +1,13 @@
 // Agent turns in the app (API.md, "Agent runs"), with the built-in demo model
 // (builtin:demo, deterministic and offline): a tool call with its result in
-// the reply, a plan as a checklist, a reload during a tool call, and
-// regenerate of an agent turn.
+// the reply, a plan as a checklist, a reload during a tool call, regenerate
+// of an agent turn, an approval (this suite's service marks `clock` for
+// approval) and the app's client tool (ask_user), each continuing the same
+// turn.
 
 import assert from "node:assert/strict";
 import { browserSuite, keepScreenshot } from "./harness.mjs";
-import { assistantMessages, norm, openNewChat, poll, send, waitIdle } from "./helpers.mjs";
+import { assistantMessages, norm, openNewChat, poll, send, seriousViolations, waitIdle } from "./helpers.mjs";
 
 const DEMO = "builtin:demo";
 
@@ -17,6 +19,64 @@ async function useDemo(page) {
 const toolCall = (page, tool) => assistantMessages(page).last().locator(`[data-testid=tool-call][data-tool=${tool}]`);
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
+  test("an approval: the turn waits, survives a reload, and Approve continues it", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "what time is it?");
+    const call = toolCall(page, "clock");
+    await call.waitFor();
+    await poll(async () => (await call.getAttribute("data-state")) === "waiting", { message: "the call waits" });
+    await waitIdle(page);
+    const snap = await ctx.snapshot(threadId);
+    assert.deepEqual(snap.messages.at(-1).status, { type: "requires-action", reason: "tool-calls" });
+    await keepScreenshot(page, "agent-approval");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a turn waiting for an approval");
+
+    // A reload shows the turn still waiting, with its buttons.
+    await page.reload();
+    const again = toolCall(page, "clock");
+    await again.getByRole("button", { name: "Approve" }).click();
+    await poll(async () => (await again.getAttribute("data-state")) === "done", { message: "the clock answered" });
+    await waitIdle(page);
+    assert.equal(await assistantMessages(page).count(), 1, "the same turn, one assistant message");
+    assert.match(norm(await assistantMessages(page).last().innerText()), /It is \*{0,2}\d\d:\d\d/);
+    const after = await ctx.snapshot(threadId);
+    const turn = after.messages.at(-1);
+    assert.equal(turn.id, snap.messages.at(-1).id, "the continuation streamed into the same message");
+    assert.equal(turn.status.type, "complete");
+  });
+
+  test("a rejected approval answers the call as an error and the model goes on", async ({ page, ctx }) => {
+    await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "what time is it?");
+    const call = toolCall(page, "clock");
+    await call.getByRole("button", { name: "Reject" }).click();
+    await poll(async () => (await call.getAttribute("data-state")) === "error", { message: "the call rejected" });
+    await waitIdle(page);
+    assert.match(norm(await assistantMessages(page).last().innerText()), /could not do it/);
+  });
+
+  test("the app's client tool: the model asks, the person answers in a form, the turn goes on", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "ask me what to do");
+    const ask = toolCall(page, "ask_user");
+    await ask.getByText("Which should I do first?").waitFor();
+    await waitIdle(page);
+    await keepScreenshot(page, "agent-client-tool");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a client tool's form");
+    await ask.getByRole("button", { name: "Make a plan" }).click();
+    await poll(async () => /You answered: Make a plan/.test(norm(await assistantMessages(page).last().innerText())), {
+      message: "the answer in the reply",
+    });
+    await waitIdle(page);
+    const turn = (await ctx.snapshot(threadId)).messages.at(-1);
+    const part = turn.content.find((p) => p.type === "tool-call" && p.toolName === "ask_user");
+    assert.equal(part?.result, "Make a plan");
+    assert.equal(turn.status.type, "complete");
+  });
+
   test("a tool call: calculator's arguments and result inside the one reply that answers", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
     await useDemo(page);
@@ -31,6 +91,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(norm(await call.getByTestId("tool-result").innerText()), "84");
     assert.match(norm(await assistantMessages(page).last().innerText()), /84/);
     await keepScreenshot(page, "agent-tool-call");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, an open tool call");
 
     // The stored turn is the same after a reload.
     const snap = await ctx.snapshot(threadId);
@@ -55,6 +116,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(await plan.locator("li[data-done=false]").count(), 0, "every task ticked at the end");
     assert.equal(await assistantMessages(page).last().getByTestId("plan").count(), 1, "the plan shown once");
     await keepScreenshot(page, "agent-plan");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a plan");
   });
 
   test("a reload during a tool call rejoins it and sees it finish", async ({ page, ctx }) => {
@@ -91,4 +153,4 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       assert.ok(t.message.content.some((p) => p.type === "tool-call" && p.result === 42), "each turn has its answered call");
     }
   });
-});
+}, { serviceEnv: { THREADLINE_TOOL_APPROVAL: "clock" } });

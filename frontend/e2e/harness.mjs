@@ -42,15 +42,16 @@ export async function keepScreenshot(page, name, opts = {}) {
 /**
  * A suite of browser tests against one stack. body(test) registers tests:
  * test(name, fn, { viewport, colorScheme, timeout }), fn({ page, context, ctx, t }).
+ * opts.serviceEnv: settings of this suite's service (its environment).
  */
-export function browserSuite(file, body) {
+export function browserSuite(file, body, opts = {}) {
   const name = basename(file).replace(/\.test\.mjs$/, "");
   describe(name, () => {
     const ctx = {};
     let browser = null;
     before(
       async () => {
-        Object.assign(ctx, makeCtx(await startStack(name)));
+        Object.assign(ctx, makeCtx(await startStack(name, { serviceEnv: opts.serviceEnv })));
         browser = await chromium.launch({
           executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
           headless: true,

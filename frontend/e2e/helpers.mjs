@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { deflateSync } from "node:zlib";
+import { AxeBuilder } from "@axe-core/playwright";
 
 export const norm = (s) => (s ?? "").replace(/\s+/g, " ").trim();
 
@@ -211,3 +212,10 @@ export function deadline(ms, what) {
   return { signal: ac.signal, done: () => clearTimeout(timer) };
 }
 
+/** Serious and critical axe-core violations of the page as it is, as readable lines. */
+export async function seriousViolations(page) {
+  const { violations } = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
+}

@@ -98,7 +98,7 @@ function psql(adminUrl, sql) {
  * Starts everything for one test file; returns the ctx the tests get and
  * stop(). name labels the logs in artifacts/.
  */
-export async function startStack(name) {
+export async function startStack(name, { serviceEnv: extraEnv = {} } = {}) {
   mkdirSync(artifacts, { recursive: true });
   if (process.env.E2E_BASE_URL && process.env.E2E_SERVICE_URL) {
     return { baseUrl: process.env.E2E_BASE_URL, serviceUrl: process.env.E2E_SERVICE_URL, stop: async () => {} };
@@ -205,6 +205,7 @@ export async function startStack(name) {
       THREADLINE_DEFAULT_MODEL: "builtin",
       THREADLINE_E2E_FAKE_KEY: "e2e-key",
       THREADLINE_E2E_MISSING_KEY: "",
+      ...extraEnv,
     };
     const service = startProcess("service", serviceBin, ["serve"], { cwd: repo, env: serviceEnv });
     await waitFor(`${serviceUrl}/readyz`, "the service", service);

@@ -7,7 +7,6 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { AxeBuilder } from "@axe-core/playwright";
 import { GATED_FIRST_TOKEN } from "./fake-openai.mjs";
 import { PHONE, browserSuite, keepScreenshot } from "./harness.mjs";
 import {
@@ -24,16 +23,9 @@ import {
   textOf,
   threadIdFromUrl,
   userMessages,
+  seriousViolations,
   waitIdle,
 } from "./helpers.mjs";
-
-/** Serious and critical axe-core violations of the page as it is, as readable lines. */
-async function seriousViolations(page) {
-  const { violations } = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
-}
 
 /** The page's background lightness (0 black … 255 white): <html> carries the theme's background. */
 async function lightness(page) {

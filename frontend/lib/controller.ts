@@ -24,9 +24,6 @@ import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatSta
 import { continuation, runTools, type ToolAnswer } from "./tools";
 import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
 
-// TODO(agent runs): true once the service takes run_config.tools.
-const DECLARE_TOOLS = false;
-
 // The server's tool names, asked once per page load: a run declares them with
 // the app's client tools. null: the service lists no tools (none declared).
 let serverTools: Promise<string[] | null> | null = null;
@@ -295,9 +292,7 @@ export class ThreadController {
     return new Promise<void>((accepted, refused) => {
       void this.follow(
         async (signal) => {
-          // Client tools need run_config.tools on the service (API.md "Tools");
-          // until it takes them, a run declares none (unknown fields are a 400).
-          const tools = DECLARE_TOOLS ? runTools(await serverToolNames()) : undefined;
+          const tools = runTools(await serverToolNames());
           const runConfig = { ...(chosen ? { model: chosen } : {}), ...(tools ? { tools } : {}) };
           const request: RunRequest = {
             on_disconnect: "continue",
