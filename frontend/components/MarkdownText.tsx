@@ -7,7 +7,7 @@
 
 import { MarkdownTextPrimitive, type CodeHeaderProps } from "@assistant-ui/react-markdown";
 import { makePrismAsyncSyntaxHighlighter } from "@assistant-ui/react-syntax-highlighter/full";
-import { useState, type AnchorHTMLAttributes, type FC } from "react";
+import { useState, type AnchorHTMLAttributes, type FC, type InputHTMLAttributes } from "react";
 import remarkGfm from "remark-gfm";
 
 const CodeHeader: FC<CodeHeaderProps> = ({ language, code }) => {
@@ -37,8 +37,19 @@ const SafeLink: FC<AnchorHTMLAttributes<HTMLAnchorElement>> = ({ href, children,
   </a>
 );
 
+/**
+ * A GFM task list's checkbox (read-only): labelled by its state, since the
+ * task's text beside it is not its label.
+ */
+const TaskCheckbox: FC<InputHTMLAttributes<HTMLInputElement>> = ({ type, checked, ...rest }) =>
+  type === "checkbox" ? (
+    <input type="checkbox" checked={!!checked} readOnly disabled aria-label={checked ? "Done" : "Not done"} />
+  ) : (
+    <input type={type} {...rest} />
+  );
+
 const REMARK_PLUGINS = [remarkGfm];
-const COMPONENTS = { CodeHeader, SyntaxHighlighter, a: SafeLink };
+const COMPONENTS = { CodeHeader, SyntaxHighlighter, a: SafeLink, input: TaskCheckbox };
 
 export const MarkdownText: FC = () => (
   <MarkdownTextPrimitive className="markdown" smooth={false} remarkPlugins={REMARK_PLUGINS} components={COMPONENTS} />
