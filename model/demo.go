@@ -393,7 +393,9 @@ func planReply(prompt string, call int64) []step.Delta {
 	for _, t := range titles {
 		list.WriteString("- [ ] " + t + "\n")
 	}
-	out := words("Here is a plan for what you asked, " + echo(prompt) + ":\n\n" + list.String() + "\n")
+	out := thoughts("The request asks for a plan. I'll split it into four tasks, send them as a checklist, " +
+		"and tick each one off as I finish it.")
+	out = append(out, words("Here is a plan for what you asked, "+echo(prompt)+":\n\n"+list.String()+"\n")...)
 	out = append(out, data())
 	steps := []string{"I read the request again and noted what done looks like.", "I cut the work into steps small enough to check.",
 		"I would do each step now; as a demo, I only tick it off.", "Every task is done, and this is the summary."}
@@ -482,6 +484,15 @@ func introText(prompt string, call int64) string {
 		"To talk to a real model, set a provider's key and name its model in `run_config.model`: for example start " +
 		"Threadline with `OPENAI_API_KEY=sk-… make run` and send `\"run_config\": {\"model\": \"openai:gpt-4o\"}`. " +
 		"`model/README.md` lists every provider, including local ones (Ollama, vLLM)."
+}
+
+// thoughts is text as reasoning deltas, word by word.
+func thoughts(text string) []step.Delta {
+	out := words(text)
+	for i := range out {
+		out[i].Kind = step.Reasoning
+	}
+	return out
 }
 
 // words cuts text into word deltas: each word with the spaces after it

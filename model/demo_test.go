@@ -245,6 +245,9 @@ func TestDemoPlan(t *testing.T) {
 			}
 		}
 	}
+	if ds[0].Kind != step.Reasoning || !strings.Contains(reasoningOf(ds), "split it into four tasks") {
+		t.Errorf("the plan's reply: got first delta %+v and reasoning %q, want it to open with its reasoning", ds[0], reasoningOf(ds))
+	}
 	if !strings.Contains(plans[0].Tasks[0].Title, "Make a plan for my move") {
 		t.Errorf("first task: got %q, want it to name the goal", plans[0].Tasks[0].Title)
 	}
@@ -317,4 +320,14 @@ func TestDemoAsksUser(t *testing.T) {
 	if strings.Contains(lastText(asst2), "need to know") {
 		t.Errorf("without ask_user: got %q, want no question", lastText(asst2))
 	}
+}
+
+func reasoningOf(ds []step.Delta) string {
+	var b strings.Builder
+	for _, d := range ds {
+		if d.Kind == step.Reasoning {
+			b.WriteString(d.Text)
+		}
+	}
+	return b.String()
 }

@@ -104,13 +104,19 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(await toolCall(page, "calculator").getAttribute("data-state"), "done");
   });
 
-  test("a plan: a checklist whose tasks tick as they finish", async ({ page, ctx }) => {
+  test("a plan: reasoning collapsed, then a checklist whose tasks tick as they finish", async ({ page, ctx }) => {
     await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "make a plan to repaint the kitchen");
     const plan = assistantMessages(page).last().getByTestId("plan");
     await plan.waitFor();
     await waitIdle(page);
+    // Its reasoning comes first, collapsed.
+    const reasoning = assistantMessages(page).last().getByTestId("reasoning");
+    assert.equal(await reasoning.getAttribute("open"), null, "reasoning collapsed by default");
+    assert.equal(await reasoning.getByText("split it into four tasks").isVisible(), false);
+    await reasoning.locator("summary").click();
+    await reasoning.getByText("split it into four tasks").waitFor();
     const items = plan.locator("li");
     assert.ok((await items.count()) >= 2, `tasks in the plan, got ${await items.count()}`);
     assert.equal(await plan.locator("li[data-done=false]").count(), 0, "every task ticked at the end");
