@@ -218,6 +218,9 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 		b = b[1:]
 		r := thread.Record{Seq: seq}
 		ok := true
+		// The token cases are inline here, not readTokenLength and
+		// readTokenRun as in walkSegment: every read of a whole log comes
+		// through this loop, where a call per record shows.
 		switch kind {
 		case recToken:
 			r.Kind = thread.KindToken
@@ -236,18 +239,19 @@ func decodeSegment(first, last int64, b []byte, text string) ([]thread.Record, e
 				return nil, errCorrupt
 			}
 			b = b[k:]
-			n, k := binary.Uvarint(b)
-			if k <= 0 || n > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(n) > len(text) {
+			size, k := binary.Uvarint(b)
+			if k <= 0 || size > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(size) > len(text) {
 				return nil, errCorrupt
 			}
 			b = b[k:]
+			n := int(size)
 			for j := range int(count) - 1 {
-				out = append(out, thread.Record{Seq: seq + int64(j), Kind: thread.KindToken, Text: text[off : off+int(n)]})
-				off += int(n)
+				out = append(out, thread.Record{Seq: seq + int64(j), Kind: thread.KindToken, Text: text[off : off+n]})
+				off += n
 			}
 			seq += int64(count) - 1
-			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
-			off += int(n)
+			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+n]
+			off += n
 		default:
 			b, ok = readRecord(kind, b, &r)
 		}
@@ -292,38 +296,23 @@ func walkSegment(first, last int64, b []byte, text string, from int64, fn func(*
 			}
 			b = b[k+int(n):]
 		case recLength:
-			n, k := binary.Uvarint(b)
-			if k <= 0 || off+int(n) > len(text) {
+			if r.Text, b, ok = readTokenLength(b, text, off); !ok {
 				return errCorrupt
 			}
-			b = b[k:]
-			r.Kind, r.Text = thread.KindToken, text[off:off+int(n)]
-			off += int(n)
+			r.Kind = thread.KindToken
+			off += len(r.Text)
 		case recRun:
-			count, k := binary.Uvarint(b)
-			if k <= 0 || count == 0 {
+			var count uint64
+			var n int
+			if count, n, b, ok = readTokenRun(b, text, off, seq, last); !ok {
 				return errCorrupt
 			}
-			b = b[k:]
-			n, k := binary.Uvarint(b)
-			if k <= 0 || n > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(n) > len(text) {
-				return errCorrupt
+			var stop bool
+			if seq, off, stop = walkTokenRun(seq, off, count, n, text, from, fn); stop {
+				return nil
 			}
-			b = b[k:]
-			if skip := min(max(from-seq, 0), int64(count)-1); skip > 0 {
-				seq += skip
-				off += int(skip) * int(n)
-				count -= uint64(skip)
-			}
-			for range int(count) - 1 {
-				if seq >= from && !fn(&thread.Record{Seq: seq, Kind: thread.KindToken, Text: text[off : off+int(n)]}) {
-					return nil
-				}
-				seq++
-				off += int(n)
-			}
-			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+int(n)]
-			off += int(n)
+			r.Seq, r.Kind, r.Text = seq, thread.KindToken, text[off:off+n]
+			off += n
 		default:
 			b, ok = readRecord(kind, b, &r)
 		}
@@ -338,6 +327,55 @@ func walkSegment(first, last int64, b []byte, text string, from int64, fn func(*
 		return errCorrupt
 	}
 	return nil
+}
+
+// readTokenLength reads a token given by its length at b (what compact
+// segments held before runs): the next bytes of text from off. It returns
+// the token and the rest of b; ok is false when b is cut or the token
+// goes past text.
+func readTokenLength(b []byte, text string, off int) (tok string, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(text)-off) {
+		return "", nil, false
+	}
+	return text[off : off+int(n)], b[k:], true
+}
+
+// readTokenRun reads the head of a run of tokens of one length at b: how
+// many, and their length. The run's first token is seq and starts at off
+// in text. It returns the rest of b; ok is false when b is cut, the run is
+// empty, or it goes past last or past text.
+func readTokenRun(b []byte, text string, off int, seq, last int64) (count uint64, n int, rest []byte, ok bool) {
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count == 0 {
+		return 0, 0, nil, false
+	}
+	b = b[k:]
+	size, k := binary.Uvarint(b)
+	if k <= 0 || size > uint64(len(text)) || count > uint64(last-seq+1) || off+int(count)*int(size) > len(text) {
+		return 0, 0, nil, false
+	}
+	return count, int(size), b[k:], true
+}
+
+// walkTokenRun calls fn, as walkSegment does, with the tokens of a run but
+// its last: count tokens of n bytes, the first seq at text[off:]. It steps
+// over the ones before from and returns the last token's sequence and
+// offset, or stop when fn returned false.
+func walkTokenRun(seq int64, off int, count uint64, n int, text string, from int64, fn func(*thread.Record) bool) (lastSeq int64, lastOff int, stop bool) {
+	if skip := min(max(from-seq, 0), int64(count)-1); skip > 0 {
+		seq += skip
+		off += int(skip) * n
+		count -= uint64(skip)
+	}
+	for range int(count) - 1 {
+		if seq >= from && !fn(&thread.Record{Seq: seq, Kind: thread.KindToken, Text: text[off : off+n]}) {
+			return seq, off, true
+		}
+		seq++
+		off += n
+	}
+	return seq, off, false
 }
 
 // encodeLog is a run_log row for segs (see migration 0006), or nil when
