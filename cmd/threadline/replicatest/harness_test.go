@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,7 +42,11 @@ func binary(t testing.TB) string {
 			goBin = "/usr/local/go/bin/go" // where the project's machines keep it
 		}
 		binPath = filepath.Join(binDir, "threadline")
-		out, err := exec.Command(goBin, "build", "-o", binPath, "..").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if *raceBinary {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command(goBin, append(args, "..")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -53,6 +58,10 @@ func binary(t testing.TB) string {
 }
 
 var binDir string
+
+// raceBinary builds the service with the race detector: a replica that
+// reports a data race fails its test (see startReplica's cleanup).
+var raceBinary = flag.Bool("replica.race", false, "build the replicas with -race and fail a test whose replica reports a data race")
 
 func TestMain(m *testing.M) {
 	var err error
@@ -122,6 +131,9 @@ func startReplica(t testing.TB, name, db string, env ...string) *replica {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-r.done
+		if strings.Contains(r.log(), "WARNING: DATA RACE") {
+			t.Errorf("%s reported a data race", name)
+		}
 		if t.Failed() {
 			t.Logf("%s logs:\n%s", name, r.log())
 		}
