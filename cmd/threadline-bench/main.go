@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/threadline/threadline/cmd/threadline-bench/internal/agent"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/floor"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/load"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/peer"
@@ -33,7 +32,7 @@ func main() {
 	}
 }
 
-const usage = `usage: threadline-bench peer|load|floor|agent [flags]
+const usage = `usage: threadline-bench peer|load|floor [flags]
 
   peer   the workload of the peer comparison (PEER_WORKLOAD.md): turns, forks,
          edits, snapshots, history, bytes per turn and tokens/s, in-process
@@ -44,9 +43,6 @@ const usage = `usage: threadline-bench peer|load|floor|agent [flags]
   floor  the floor under load (what load --floor starts): the same stream
          endpoints kept in memory, no database, no durability; not a service
          to deploy
-  agent  what a tool step costs: the service's time between a tool result
-         and the next model call, tokens/s of a multi-step run against a
-         one-step run of the same tokens, bytes stored per tool step
 
 Run peer or load with --help to list its settings.
 `
@@ -55,7 +51,7 @@ Run peer or load with --help to list its settings.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("needs peer, load, floor or agent")
+		return errors.New("needs peer, load or floor")
 	}
 	switch args[0] {
 	case "peer":
@@ -64,8 +60,6 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return load.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "floor":
 		return floor.Serve(ctx, args[1:], getenv, stderr)
-	case "agent":
-		return agent.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

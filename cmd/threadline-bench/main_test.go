@@ -21,7 +21,7 @@ func TestUsage(t *testing.T) {
 		args    []string
 		wantErr string // "" for none
 	}{
-		{nil, "needs peer, load, floor or agent"},
+		{nil, "needs peer, load or floor"},
 		{[]string{"--help"}, ""},
 		{[]string{"bogus"}, `unknown subcommand "bogus"`},
 		{[]string{"floor", "extra"}, "takes no arguments"},
