@@ -37,7 +37,7 @@ func TestNewThreadRace(t *testing.T) {
 		}()
 	}
 	warm.Wait()
-	tried, conflicts := 0, 0
+	tried, conflicts, streams := 0, 0, 0
 	for range threads {
 		tid := newID()
 		answers := make([]answer, racers)
@@ -79,6 +79,7 @@ func TestNewThreadRace(t *testing.T) {
 			tried++
 			switch a.status {
 			case http.StatusOK:
+				streams++
 			case http.StatusConflict:
 				conflicts++
 				resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+a.runID, nil)
@@ -94,5 +95,5 @@ func TestNewThreadRace(t *testing.T) {
 	if conflicts == 0 {
 		t.Fatalf("%d requests on %d new threads: no 409 at all; the runs did not overlap", tried, threads)
 	}
-	t.Logf("%d requests on %d new threads: %d × 409, each naming a run that exists", tried, threads, conflicts)
+	t.Logf("%d requests on %d new threads: %d × 200, %d × 409 each naming a run that exists, 5xx: 0", tried, threads, streams, conflicts)
 }
