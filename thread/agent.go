@@ -487,6 +487,9 @@ func isJSONObject(b json.RawMessage) bool {
 // server tool it names exists, and no client tool takes a server tool's
 // name. invalid_request names the entry.
 func (s *Service) checkTools(c RunConfig) error {
+	if len(c.Tools) == 0 {
+		return nil
+	}
 	server := map[string]bool{}
 	if s.cfg.Tools != nil {
 		for _, sp := range s.cfg.Tools.Specs() {
