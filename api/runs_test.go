@@ -35,14 +35,25 @@ func TestRunNewMessage(t *testing.T) {
 	if n := len(evs); n != 12+2 {
 		t.Fatalf("events: got %d, want 12 tokens + 2 snapshots", n)
 	}
+	want := model.BuiltinText("hello there", 1, 12)
+	asst := checkNewMessageStream(t, evs, final, "hello there", want)
+	checkNewMessageStored(t, e, tid, evs[0].RunID, asst.ID, want, "hello there")
+}
+
+// checkNewMessageStream checks the stream of a first turn: the first
+// snapshot holds the persisted user message (prompt), the tokens and the
+// final assistant message are the built-in model's text want, and the
+// final snapshot names the run and the reply's checkpoint. It returns the
+// final assistant message.
+func checkNewMessageStream(t *testing.T, evs []event, final event, prompt, want string) message {
+	t.Helper()
 	first := evs[0]
-	if len(first.Messages) != 2 || first.Messages[0].Role != "user" || first.Messages[0].text() != "hello there" {
+	if len(first.Messages) != 2 || first.Messages[0].Role != "user" || first.Messages[0].text() != prompt {
 		t.Fatalf("first snapshot messages: got %s", first.Raw)
 	}
 	if first.Messages[0].Metadata.Custom.CheckpointID == nil {
 		t.Fatalf("persisted user message has no checkpointId")
 	}
-	want := model.BuiltinText("hello there", 1, 12)
 	if got := tokensText(evs); got != want {
 		t.Fatalf("streamed text: got %q, want the built-in model's %q", got, want)
 	}
@@ -56,22 +67,29 @@ func TestRunNewMessage(t *testing.T) {
 	if final.CheckpointID == nil || *final.CheckpointID != asst.ID {
 		t.Fatalf("final checkpoint_id: got %v, want %s", final.CheckpointID, asst.ID)
 	}
-	// The thread snapshot equals the stream's final word.
+	return asst
+}
+
+// checkNewMessageStored checks what a first turn left on thread tid: the
+// snapshot equals the stream's final word (reply asstID, text want), the
+// run resource is ended with its usage, and the thread got title from its
+// first message.
+func checkNewMessageStored(t *testing.T, e *env, tid, runID, asstID, want, title string) {
+	t.Helper()
 	snap := e.snapshot(tid)
-	if snap.ActiveRun != nil || len(snap.Messages) != 2 || snap.Messages[1].text() != want || *snap.Repo.HeadID != asst.ID {
+	if snap.ActiveRun != nil || len(snap.Messages) != 2 || snap.Messages[1].text() != want || *snap.Repo.HeadID != asstID {
 		t.Fatalf("snapshot after run: got %+v", snap)
 	}
-	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+first.RunID, nil)
+	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+runID, nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
 	var run map[string]any
 	_ = json.Unmarshal(b, &run)
 	if run["status"] != "succeeded" || run["model"] != "builtin" || run["last_sequence"].(float64) != 14 || run["finished_at"] == nil || run["usage"] == nil {
 		t.Fatalf("run resource: got %s", b)
 	}
-	// The thread got a title from its first message.
 	resp, b = e.do("GET", "/api/v1/threads/"+tid, nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
-	if !strings.Contains(string(b), `"title":"hello there"`) {
+	if !strings.Contains(string(b), `"title":"`+title+`"`) {
 		t.Fatalf("auto title: got %s", b)
 	}
 }
