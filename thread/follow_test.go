@@ -103,38 +103,60 @@ type lostChanges struct{ ch chan thread.Change }
 func (c lostChanges) C() <-chan thread.Change { return c.ch }
 func (lostChanges) Close()                    {}
 
-// TestResetReadsLostCancel: a cancel requested by another process while
-// this one's wake-ups were down (its wake-up lost) stops the run as soon
-// as the wake-ups report the reset that follows a reconnect, not at the
-// next lease renewal. (A reset used to only empty the tree cache: after a
-// Postgres restart such a run went on to succeed.)
+// TestResetReadsLostCancel: a cancel requested, or the thread deleted, by
+// another process while this one's wake-ups were down (its wake-up lost)
+// stops the run as soon as the wake-ups report the reset that follows a
+// reconnect, not at the next lease renewal. (A reset used to only empty
+// the tree cache: after a Postgres restart such a run went on to succeed.)
 func TestResetReadsLostCancel(t *testing.T) {
 	t.Parallel()
-	m := newStepper()
-	wk := &lostWakeups{ch: make(chan thread.Change, 1)}
-	svc, st, _ := fakeSetup(t, m, thread.Config{Wakeups: wk})
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { defer close(watched); svc.Watch(ctx) }()
-	t.Cleanup(func() { cancel(); <-watched })
-	tid, r := startOn(t, svc)
-	evs, done := live(svc, r)
-	next(t, evs)
-	m.toks <- "before"
-	next(t, evs)
-	other := thread.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, thread.Config{})
-	if err := other.CancelRun(context.Background(), "local", tid, r.ID); err != nil {
-		t.Fatalf("cancel from another process: %v", err)
-	}
-	wk.ch <- thread.Change{Kind: thread.ChangeReset}
-	select {
-	case <-m.stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run still runs 30 s after the reset: the lost cancel was not read")
-	}
-	got := rest(t, evs, done)
-	if last := got[len(got)-1]; !last.Final() || last.Snapshot.RunStatus != thread.RunCancelled || finalText(last, r.MessageID) != "before" {
-		t.Fatalf("end: got %+v, want cancelled with %q", last, "before")
+	for _, what := range []string{"cancel", "delete"} {
+		t.Run(what, func(t *testing.T) {
+			t.Parallel()
+			m := newStepper()
+			wk := &lostWakeups{ch: make(chan thread.Change, 1)}
+			svc, st, _ := fakeSetup(t, m, thread.Config{Wakeups: wk})
+			ctx, cancel := context.WithCancel(context.Background())
+			watched := make(chan struct{})
+			go func() { defer close(watched); svc.Watch(ctx) }()
+			t.Cleanup(func() { cancel(); <-watched })
+			tid, r := startOn(t, svc)
+			evs, done := live(svc, r)
+			next(t, evs)
+			m.toks <- "before"
+			next(t, evs)
+			other := thread.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, thread.Config{})
+			var err error
+			if what == "cancel" {
+				err = other.CancelRun(context.Background(), "local", tid, r.ID)
+			} else {
+				err = other.DeleteThread(context.Background(), "local", tid)
+			}
+			if err != nil {
+				t.Fatalf("%s from another process: %v", what, err)
+			}
+			wk.ch <- thread.Change{Kind: thread.ChangeReset}
+			select {
+			case <-m.stopped:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the run still runs 30 s after the reset: the lost %s was not read", what)
+			}
+			if what == "delete" {
+				// The run is gone with its thread: the stream ends, and
+				// nothing after the deletion was published.
+				for ev := range evs {
+					if ev.Type == thread.KindToken {
+						t.Fatalf("the run of the deleted thread published %+v", ev)
+					}
+				}
+				<-done
+				return
+			}
+			got := rest(t, evs, done)
+			if last := got[len(got)-1]; !last.Final() || last.Snapshot.RunStatus != thread.RunCancelled || finalText(last, r.MessageID) != "before" {
+				t.Fatalf("end: got %+v, want cancelled with %q", last, "before")
+			}
+		})
 	}
 }
 
