@@ -361,9 +361,11 @@ func checkRequest(t *testing.T, provider string, c captured) {
 	}
 }
 
-// checkOpenAIRequest asserts what an OpenAI-compatible server received
-// for visionReq.
-func checkOpenAIRequest(t *testing.T, c captured) {
+// checkChatRequest asserts what OpenAI-compatible servers and Ollama
+// (whose chat requests have the same head) received for visionReq: the
+// key as a bearer token (Ollama's through api_key_env), the roles with
+// the system prompt first, and the model.
+func checkChatRequest(t *testing.T, c captured) {
 	t.Helper()
 	b := c.body
 	if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
@@ -375,6 +377,17 @@ func checkOpenAIRequest(t *testing.T, c captured) {
 	if got := get(b, "messages", 0, "content"); got != "be brief" {
 		t.Errorf("system content: got %v, want %q", got, "be brief")
 	}
+	if got := get(b, "model"); got != "test-model" {
+		t.Errorf("model: got %v, want test-model", got)
+	}
+}
+
+// checkOpenAIRequest asserts what an OpenAI-compatible server received
+// for visionReq.
+func checkOpenAIRequest(t *testing.T, c captured) {
+	t.Helper()
+	b := c.body
+	checkChatRequest(t, c)
 	if got := get(b, "messages", -1, "content", 0, "text"); got != wantLastText {
 		t.Errorf("last user text: got %v, want %q", got, wantLastText)
 	}
@@ -383,9 +396,6 @@ func checkOpenAIRequest(t *testing.T, c captured) {
 	}
 	if got := get(b, "temperature"); got != 0.2 {
 		t.Errorf("temperature: got %v, want 0.2", got)
-	}
-	if got := get(b, "model"); got != "test-model" {
-		t.Errorf("model: got %v, want test-model", got)
 	}
 }
 
@@ -451,15 +461,7 @@ func checkGoogleRequest(t *testing.T, c captured) {
 func checkOllamaRequest(t *testing.T, c captured) {
 	t.Helper()
 	b := c.body
-	if got, want := c.header.Get("Authorization"), "Bearer "+testKey; got != want {
-		t.Errorf("Authorization: got %q, want %q (api_key_env set)", got, want)
-	}
-	if got, want := roles(b), []string{"system", "user", "assistant", "user"}; !slices.Equal(got, want) {
-		t.Errorf("roles: got %v, want %v", got, want)
-	}
-	if got := get(b, "messages", 0, "content"); got != "be brief" {
-		t.Errorf("system content: got %v, want %q", got, "be brief")
-	}
+	checkChatRequest(t, c)
 	if got := get(b, "messages", -1, "content"); got != wantLastText {
 		t.Errorf("last user content: got %v, want %q", got, wantLastText)
 	}
@@ -468,9 +470,6 @@ func checkOllamaRequest(t *testing.T, c captured) {
 	}
 	if got := get(b, "options", "temperature"); got != 0.2 {
 		t.Errorf("options.temperature: got %v, want 0.2", got)
-	}
-	if got := get(b, "model"); got != "test-model" {
-		t.Errorf("model: got %v, want test-model", got)
 	}
 }
 
