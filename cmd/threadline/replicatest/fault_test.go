@@ -755,8 +755,8 @@ func startsAroundOutage(t *testing.T, crash bool) {
 }
 
 // check checks an acknowledged start's stream and its thread on r: one
-// final snapshot holding the user message, and the thread holding it
-// exactly once.
+// final snapshot holding the user message, a replay on r equal to the
+// stream, and the thread holding the message exactly once.
 func (o *outageStart) check(t *testing.T, who string, r *replica) {
 	t.Helper()
 	final := checkRun(t, who, o.evs, 1, "")
@@ -767,6 +767,7 @@ func (o *outageStart) check(t *testing.T, who string, r *replica) {
 	if len(final.Messages) != 2 || final.Messages[0].ID != o.msgID {
 		t.Fatalf("%s: acknowledged user message %s lost: final snapshot %s", who, o.msgID, final.raw)
 	}
+	sameEvents(t, who+": replay on "+r.name, o.evs[1:], rejoinRetried(t, r, o.tid, o.evs[0].RunID, 1).rest())
 	code, body := callRetried(t, http.MethodGet, r.url("/threads/"+o.tid+"/messages"), "")
 	var snap struct {
 		Repo struct {
