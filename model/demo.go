@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -123,6 +124,7 @@ var (
 	reTime  = regexp.MustCompile(`(?i)\b(what time|the time|time is it|current time|what day|the date|today's date|what's the date|clock)\b`)
 	rePlan  = regexp.MustCompile(`(?i)\bplan(ning|s)?\b`)
 	reCode  = regexp.MustCompile(`(?i)\b(code|function|program|script|snippet|python|golang|javascript|typescript|rust|sql|bash)\b`)
+	reFiles = regexp.MustCompile(`(?i)\b(write|create|make|save)\b.*\bfiles?\b`)
 	reTable = regexp.MustCompile(`(?i)\b(table|compare|comparison)\b`)
 	reList  = regexp.MustCompile(`(?i)\b(list|ideas|bullet|bullets|items)\b`)
 	reArith = regexp.MustCompile(`[-+*/%^().\d\s]*\d[-+*/%^().\d\s]*`)
@@ -177,6 +179,8 @@ func demoReply(req step.Request, prompt string) []step.Delta {
 		return toolCallReply(seed(prompt, req.Call), calcExpr, clockZone, waitFor)
 	}
 	switch {
+	case reFiles.MatchString(prompt):
+		return filesReply(prompt)
 	case rePlan.MatchString(prompt):
 		return planReply(prompt, req.Call)
 	case expr != "":
@@ -484,6 +488,28 @@ func introText(prompt string, call int64) string {
 		"To talk to a real model, set a provider's key and name its model in `run_config.model`: for example start " +
 		"Threadline with `OPENAI_API_KEY=sk-… make run` and send `\"run_config\": {\"model\": \"openai:gpt-4o\"}`. " +
 		"`model/README.md` lists every provider, including local ones (Ollama, vLLM)."
+}
+
+// demoFile is an entry of a `files` data part: a file the turn produced.
+type demoFile struct {
+	Filepath string `json:"filepath"`
+	Filename string `json:"filename"`
+	URL      string `json:"url"`
+}
+
+// filesReply "writes" two small files: their content travels in data: URLs
+// (the demo has no storage of its own), listed in a `files` data part.
+func filesReply(prompt string) []step.Delta {
+	notes := "# Notes\n\nYou asked: " + prompt + "\n"
+	csv := "task,status\nread the request,done\nwrite the files,done\n"
+	files := []demoFile{
+		{Filepath: "/workspace/notes.md", Filename: "notes.md", URL: "data:text/markdown;charset=utf-8," + url.PathEscape(notes)},
+		{Filepath: "/workspace/tasks.csv", Filename: "tasks.csv", URL: "data:text/csv;charset=utf-8," + url.PathEscape(csv)},
+	}
+	b, _ := json.Marshal(files)
+	out := words("I wrote two files for what you asked, " + echo(prompt) + ": the notes and a task list. ")
+	out = append(out, step.Delta{Kind: step.Data, Name: "files", Data: b})
+	return append(out, words("As a demo I keep them in the links themselves; a real agent's tools would write them to its workspace.")...)
 }
 
 // thoughts is text as reasoning deltas, word by word.

@@ -331,3 +331,27 @@ func reasoningOf(ds []step.Delta) string {
 	}
 	return b.String()
 }
+
+// TestDemoFiles: asked to write files, the demo lists them in a `files`
+// data part, each with a name, a path and a data: URL holding its content.
+func TestDemoFiles(t *testing.T) {
+	t.Parallel()
+	ds, res := agentStep(t, model.NewDemo(0), step.Request{Messages: []step.Message{
+		{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "write me some files"}}}}})
+	var files []struct{ Filepath, Filename, URL string }
+	for _, d := range ds {
+		if d.Kind == step.Data && d.Name == "files" {
+			if err := json.Unmarshal(d.Data, &files); err != nil {
+				t.Fatalf("files part %s: %v", d.Data, err)
+			}
+		}
+	}
+	if res.StopReason != step.StopDone || len(files) != 2 {
+		t.Fatalf("got stop %q and files %+v, want two files", res.StopReason, files)
+	}
+	for _, f := range files {
+		if f.Filename == "" || !strings.HasSuffix(f.Filepath, f.Filename) || !strings.HasPrefix(f.URL, "data:text/") {
+			t.Errorf("file %+v: want a name, its path and a data: URL", f)
+		}
+	}
+}

@@ -201,7 +201,12 @@ const Files: FC<DataMessagePartProps> = ({ data }) => {
           const name = f.filename ?? f.filepath ?? `file ${i + 1}`;
           return (
             <li key={i}>
-              {f.url ? (
+              {f.url && f.url.startsWith("data:") ? (
+                // Content in the link itself: saved, never opened as a page.
+                <a href={f.url} download={f.filename ?? name}>
+                  {name}
+                </a>
+              ) : f.url ? (
                 <a href={f.url} target="_blank" rel="noopener noreferrer">
                   {name}
                 </a>

@@ -125,6 +125,24 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a plan");
   });
 
+  test("the files a turn produced, as a list of links that save them", async ({ page, ctx }) => {
+    await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "write me some files");
+    const files = assistantMessages(page).last().getByTestId("files");
+    await files.waitFor();
+    await waitIdle(page);
+    const links = files.getByRole("link");
+    assert.equal(await links.count(), 2);
+    assert.equal(norm(await links.first().innerText()), "notes.md");
+    assert.equal(await links.first().getAttribute("download"), "notes.md");
+    const download = page.waitForEvent("download");
+    await links.first().click();
+    const saved = await download;
+    assert.equal(saved.suggestedFilename(), "notes.md");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a file list");
+  });
+
   test("a reload during a tool call rejoins it and sees it finish", async ({ page, ctx }) => {
     await openNewChat(page, ctx);
     await useDemo(page);
