@@ -21,6 +21,7 @@ import (
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // env is one isolated service: its own database, hub and HTTP server.
@@ -30,7 +31,7 @@ type env struct {
 	store *store.Store
 	svc   *thread.Service
 	key   string            // bearer key sent by do, if any
-	raw   *thread.RawWriter // with the raw option: the service's RawSink
+	raw   *engine.RawWriter // with the raw option: the service's RawSink
 }
 
 type options struct {
@@ -75,9 +76,9 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if o.service != nil {
 		o.service(&tcfg)
 	}
-	var raw *thread.RawWriter
+	var raw *engine.RawWriter
 	if o.raw {
-		raw = thread.NewRawWriter(st, nil)
+		raw = engine.NewRawWriter(st, nil)
 		raw.Start()
 		tcfg.Raw = raw
 	}

@@ -1,53 +1,6 @@
 package thread
 
-import (
-	"context"
-	"errors"
-	"testing"
-)
-
-// TestBatcherStartStop: a started batcher writes; Stop waits for the
-// write in flight, closes Stopped, and later writes are refused with
-// errBatcherStopped instead of waiting forever; Start makes it write again.
-func TestBatcherStartStop(t *testing.T) {
-	t.Parallel()
-	entered, hold := make(chan struct{}), make(chan struct{})
-	b := newBatcher(func(context.Context, []int) error { return nil }, func(_ context.Context, x int) error {
-		if x == 1 {
-			close(entered)
-			<-hold
-		}
-		return nil
-	})
-	b.Start()
-	<-b.life.Started()
-	first := make(chan error, 1)
-	go func() { first <- b.write(1) }()
-	<-entered
-	stopped := make(chan struct{})
-	go func() { b.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-		t.Fatal("Stop returned while a write was in flight")
-	case err := <-first:
-		t.Fatalf("held write answered early: %v", err)
-	default:
-	}
-	close(hold)
-	<-stopped
-	<-b.life.Stopped()
-	if err := <-first; err != nil {
-		t.Fatalf("write in flight at Stop: got %v, want nil", err)
-	}
-	if err := b.write(2); !errors.Is(err, errBatcherStopped) {
-		t.Fatalf("write after Stop: got %v, want errBatcherStopped", err)
-	}
-	b.Start()
-	if err := b.write(3); err != nil {
-		t.Fatalf("write after Start again: got %v, want nil", err)
-	}
-	b.Stop()
-}
+import "testing"
 
 // TestCommitterStartStop: Stop returns once the commit goroutine has
 // (Stopped closes), and Start runs it again.
@@ -57,12 +10,12 @@ func TestCommitterStartStop(t *testing.T) {
 	for range 2 {
 		c.Start()
 		<-c.life.Started()
-		if !c.life.running() {
+		if !c.life.Running() {
 			t.Fatal("running after Start: got false, want true")
 		}
 		c.Stop()
 		<-c.life.Stopped()
-		if c.life.running() {
+		if c.life.Running() {
 			t.Fatal("running after Stop: got true, want false")
 		}
 	}

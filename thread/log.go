@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // committer is the group commit of every run's event log: one goroutine
@@ -32,7 +34,7 @@ type committer struct {
 	kick    chan struct{}
 	// dirty says the store may hold log rows of ended runs to purge.
 	dirty atomic.Bool
-	life  lifecycle
+	life  engine.Lifecycle
 	// backoff is the wait before the next attempt after a failed commit
 	// (0 after a success); retryMin and retryMax bound it.
 	backoff            time.Duration
@@ -46,10 +48,10 @@ func newCommitter(s *Service) *committer {
 
 // Start starts the commit goroutine; Stop stops it, after the commit in
 // flight. Records still pending then are left to their runs' final writes.
-func (c *committer) Start() { c.life.start(c.loop) }
+func (c *committer) Start() { c.life.Start(c.loop) }
 
 // Stop stops the goroutine and waits for it.
-func (c *committer) Stop() { c.life.stop() }
+func (c *committer) Stop() { c.life.Stop() }
 
 // logWriter is one run's side of the committer. Its records are all, in
 // sequence order; those from all[taken] on are pending: not yet taken by a

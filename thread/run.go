@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -807,13 +808,13 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		if !w.claimStart(startCommitting) {
 			return // the run ended first and is written whole
 		}
-		err := s.starts.write(startReq{in, firstRec})
+		err := s.starts.Write(startReq{in, firstRec})
 		if err != nil {
 			// Refused or not saved: nothing of the run is to be. Free the
 			// thread before the caller hears of it. A write that failed
 			// for want of the database may have committed all the same:
 			// then the run is released once the database answers.
-			var mw *maybeWritten
+			var mw *engine.MaybeWritten
 			ar.unsure.Store(retryable(err) || errors.As(err, &mw))
 			ar.cancel(RunFailed)
 			s.leaveThread(r)
@@ -1059,7 +1060,7 @@ func (s *Service) writeEnd(f finishing, in RunFinish) error {
 			err = s.store.RunComplete(ctx, *f.create, in)
 			cancel()
 		} else {
-			err = s.ends.write(in)
+			err = s.ends.Write(in)
 		}
 		if err == nil || f.ar == nil || f.create != nil || !retryable(err) || f.ar.isLost() || time.Now().Add(wait).After(deadline) {
 			return err
@@ -1118,7 +1119,7 @@ func (s *Service) releaseUnsure(r *Run) {
 // for a database outage), not a lost claim, not a stopped service.
 func retryable(err error) bool {
 	var lost *ClaimLostError
-	if errors.As(err, &lost) || errors.Is(err, errBatcherStopped) {
+	if errors.As(err, &lost) || errors.Is(err, engine.ErrBatcherStopped) {
 		return false
 	}
 	e, coded := errcode.As(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -71,8 +72,8 @@ type Service struct {
 	log     *slog.Logger
 	commits *committer
 	relay   *relay
-	starts  *batcher[startReq]
-	ends    *batcher[RunFinish]
+	starts  *engine.Batcher[startReq]
+	ends    *engine.Batcher[RunFinish]
 
 	// abandonCtx ends when Shutdown's grace does: title calls stop and
 	// failed end writes are no longer retried.

@@ -32,6 +32,7 @@ import (
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 func main() {
@@ -335,7 +336,7 @@ type Program struct {
 	models  *model.Registry
 	tools   *tool.Registry
 	mcp     *mcp.Servers      // nil without an MCP config
-	raw     *thread.RawWriter // nil when no raw records are kept
+	raw     *engine.RawWriter // nil when no raw records are kept
 	http    *http.Server
 	ln      net.Listener
 	stopBG  context.CancelFunc
@@ -366,10 +367,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	// Raw records go through a writer of their own, off the model loop;
 	// Close stops it after the runs.
 	var raw thread.RawSink // nil: no raw records kept
-	var rawW *thread.RawWriter
+	var rawW *engine.RawWriter
 	if cfg.RawMaxBytes > 0 {
 		st.SetRawMaxBytes(cfg.RawMaxBytes)
-		rawW = thread.NewRawWriter(st, log)
+		rawW = engine.NewRawWriter(st, log)
 		raw = rawW
 	}
 	models, err := model.NewRegistry(cfg.Getenv)

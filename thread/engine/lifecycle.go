@@ -1,22 +1,22 @@
-package thread
+package engine
 
 import "sync"
 
-// lifecycle owns one background goroutine, after River's internal
-// services: start runs it once (a second start while it runs does
-// nothing), stop closes its stop channel and waits for it to return, and
+// Lifecycle owns one background goroutine, after River's internal
+// services: Start runs it once (a second Start while it runs does
+// nothing), Stop closes its stop channel and waits for it to return, and
 // Started and Stopped are closed when those happen, for tests to wait on.
-// A stopped lifecycle may be started again.
-type lifecycle struct {
+// A stopped Lifecycle may be started again. The zero value is ready.
+type Lifecycle struct {
 	mu      sync.Mutex
 	stopCh  chan struct{}
 	started chan struct{}
 	stopped chan struct{}
 }
 
-// start runs loop on a goroutine of its own until stop. It reports whether
+// Start runs loop on a goroutine of its own until stop. It reports whether
 // it started it (false: it runs already).
-func (l *lifecycle) start(loop func(stop <-chan struct{})) bool {
+func (l *Lifecycle) Start(loop func(stop <-chan struct{})) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopCh != nil {
@@ -35,9 +35,9 @@ func (l *lifecycle) start(loop func(stop <-chan struct{})) bool {
 	return true
 }
 
-// stop asks the goroutine to return and waits until it has; it does
+// Stop asks the goroutine to return and waits until it has; it does
 // nothing if it does not run.
-func (l *lifecycle) stop() {
+func (l *Lifecycle) Stop() {
 	l.mu.Lock()
 	stop, stopped := l.stopCh, l.stopped
 	l.stopCh, l.started = nil, nil
@@ -49,15 +49,15 @@ func (l *lifecycle) stop() {
 	<-stopped
 }
 
-// running reports whether the goroutine runs (started and not stopped).
-func (l *lifecycle) running() bool {
+// Running reports whether the goroutine runs (started and not stopped).
+func (l *Lifecycle) Running() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stopCh != nil
 }
 
 // Started is closed once the goroutine runs.
-func (l *lifecycle) Started() <-chan struct{} {
+func (l *Lifecycle) Started() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.started == nil {
@@ -68,7 +68,7 @@ func (l *lifecycle) Started() <-chan struct{} {
 
 // Stopped is closed once the goroutine has returned after a stop (nil
 // before it was ever started).
-func (l *lifecycle) Stopped() <-chan struct{} {
+func (l *Lifecycle) Stopped() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stopped

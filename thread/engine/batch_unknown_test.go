@@ -1,4 +1,4 @@
-package thread
+package engine
 
 import (
 	"context"
@@ -9,9 +9,20 @@ import (
 	"github.com/threadline/threadline/thread/errcode"
 )
 
+// unavailable is the service's rule for a failed write of several (see
+// thread's retryable): an error without a code, or the store's word for a
+// database outage, may hide a commit; a refusal does not.
+func unavailable(err error) bool {
+	if errors.Is(err, ErrBatcherStopped) {
+		return false
+	}
+	e, coded := errcode.As(err)
+	return !coded || e.Code == errcode.Unavailable
+}
+
 // TestBatcherMaybeWritten: when a write of several fails for want of the
 // database, a request whose write alone is then refused is answered with
-// that refusal marked maybeWritten (the batch may have committed it); a
+// that refusal marked MaybeWritten (the batch may have committed it); a
 // batch refused outright marks nothing.
 func TestBatcherMaybeWritten(t *testing.T) {
 	t.Parallel()
@@ -28,7 +39,7 @@ func TestBatcherMaybeWritten(t *testing.T) {
 			t.Parallel()
 			hold := make(chan struct{})
 			entered := make(chan struct{})
-			b := newBatcher(func(context.Context, []int) error { return tc.batchErr },
+			b := NewBatcher(func(context.Context, []int) error { return tc.batchErr },
 				func(_ context.Context, x int) error {
 					if x == 0 {
 						close(entered)
@@ -36,20 +47,20 @@ func TestBatcherMaybeWritten(t *testing.T) {
 						return nil
 					}
 					return conflict
-				})
+				}, unavailable)
 			b.Start()
 			defer b.Stop()
 			first := make(chan error, 1)
-			go func() { first <- b.write(0) }()
+			go func() { first <- b.Write(0) }()
 			<-entered // the next two queue behind it and go in one write
 			answers := make(chan error, 2)
 			for i := 1; i <= 2; i++ {
-				go func() { answers <- b.write(i) }()
+				go func() { answers <- b.Write(i) }()
 			}
-			for deadline := time.Now().Add(10 * time.Second); b.waiting() < 2; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); b.Waiting() < 2; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					close(hold)
-					t.Fatalf("%d requests waiting after 10 s, want 2", b.waiting())
+					t.Fatalf("%d requests waiting after 10 s, want 2", b.Waiting())
 				}
 			}
 			close(hold)
@@ -58,7 +69,7 @@ func TestBatcherMaybeWritten(t *testing.T) {
 			}
 			for range 2 {
 				err := <-answers
-				var mw *maybeWritten
+				var mw *MaybeWritten
 				if errors.As(err, &mw) != tc.want || errcode.Of(err) != errcode.Conflict {
 					t.Fatalf("answer: got %v (maybeWritten %v), want the conflict, maybeWritten %v", err, errors.As(err, &mw), tc.want)
 				}

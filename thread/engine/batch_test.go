@@ -1,4 +1,4 @@
-package thread
+package engine
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestBatcher(t *testing.T) {
 				mu.Unlock()
 			}
 			errOdd := errors.New("odd")
-			b := newBatcher(func(_ context.Context, xs []int) error {
+			b := NewBatcher(func(_ context.Context, xs []int) error {
 				record(len(xs))
 				if refuse {
 					return errOdd
@@ -43,23 +43,23 @@ func TestBatcher(t *testing.T) {
 					return errOdd
 				}
 				return nil
-			})
+			}, unavailable)
 			b.max = 4
 			b.Start()
 			defer b.Stop()
 			answers := make([]chan error, 11)
 			for i := range answers {
 				answers[i] = make(chan error, 1)
-				go func() { answers[i] <- b.write(i) }()
+				go func() { answers[i] <- b.Write(i) }()
 				if i == 0 {
 					<-entered // the first write is held; the rest queue
 				}
 			}
 			// The other ten queue behind the held write.
-			for deadline := time.Now().Add(10 * time.Second); b.waiting() < 10; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); b.Waiting() < 10; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					close(hold)
-					t.Fatalf("%d requests waiting after 10 s, want 10", b.waiting())
+					t.Fatalf("%d requests waiting after 10 s, want 10", b.Waiting())
 				}
 			}
 			close(hold)

@@ -1,4 +1,4 @@
-package thread_test
+package engine_test
 
 import (
 	"context"
@@ -13,27 +13,27 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
-	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
 // gate holds every append of the real store until open is closed, and
 // tells of each call and its answer.
 type gate struct {
-	sink    thread.RawStore
+	sink    engine.RawStore
 	open    chan struct{}
 	entered chan struct{}
 	answers chan error
 }
 
-func newGate(sink thread.RawStore) *gate {
+func newGate(sink engine.RawStore) *gate {
 	return &gate{sink: sink, open: make(chan struct{}), entered: make(chan struct{}, 1000), answers: make(chan error, 1000)}
 }
 
-// RunRawAppendAll implements thread.RawStore; the answer it tells of is
+// RunRawAppendAll implements engine.RawStore; the answer it tells of is
 // the first append's (the tests write one run at a time).
-func (g *gate) RunRawAppendAll(ctx context.Context, apps []thread.RawAppend) ([]error, error) {
+func (g *gate) RunRawAppendAll(ctx context.Context, apps []engine.RawAppend) ([]error, error) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.open:
@@ -58,25 +58,28 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// finishedRun runs one turn on svc and returns its run id.
-func finishedRun(t *testing.T, svc *thread.Service) (threadID, runID uuid.UUID) {
+// newThread creates a thread of the caller local in st.
+func newThread(t *testing.T, st *store.Store) *thread.Thread {
 	t.Helper()
-	ctx := context.Background()
-	th, _, err := svc.CreateThread(ctx, "local", uuid.Nil, nil)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	th, _, err := st.ThreadCreate(context.Background(), &thread.Thread{ID: uuid.New(), Caller: "local", CreatedAt: now, UpdatedAt: now})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ThreadCreate: %v", err)
 	}
-	r, _, err := svc.StartRun(ctx, "local", th.ID, thread.RunRequest{Message: msg("hi")})
-	if err != nil {
-		t.Fatalf("StartRun: %v", err)
-	}
-	if err := svc.FollowRun(ctx, "local", r, 0, func(thread.Event, bool) error { return nil }); err != nil {
-		t.Fatalf("FollowRun: %v", err)
-	}
-	return th.ID, r.ID
+	return th
 }
 
-func rawSummary(recs []thread.RawRecord) string {
+// newRun starts a run on a new thread of the caller local and returns
+// both ids.
+func newRun(t *testing.T, st *store.Store) (threadID, runID uuid.UUID) {
+	t.Helper()
+	th := newThread(t, st)
+	runID = uuid.New()
+	startRunAs(t, st, th, runID)
+	return th.ID, runID
+}
+
+func rawSummary(recs []engine.RawRecord) string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, fmt.Sprintf("%d %s/%s %s", r.Sequence, r.Source, r.Kind, r.Data))
@@ -90,10 +93,8 @@ func rawSummary(recs []thread.RawRecord) string {
 func TestRawWriterAppend(t *testing.T) {
 	t.Parallel()
 	st := store.New(pgtest.Pool(t))
-	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
-	defer svc.Shutdown(context.Background())
-	tid, rid := finishedRun(t, svc)
-	w := thread.NewRawWriter(st, nil)
+	tid, rid := newRun(t, st)
+	w := engine.NewRawWriter(st, nil)
 	w.Start()
 	var sink thread.RawSink = w
 	sink.Append(rid, 2, "provider", json.RawMessage(`"data: {\"delta\":\"hi\"}"`))
@@ -124,12 +125,10 @@ func TestRawWriterAppend(t *testing.T) {
 func TestRawWriterNeverBlocks(t *testing.T) {
 	t.Parallel()
 	st := store.New(pgtest.Pool(t))
-	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
-	defer svc.Shutdown(context.Background())
-	tid, rid := finishedRun(t, svc)
+	tid, rid := newRun(t, st)
 	g := newGate(st)
-	w := thread.NewRawWriter(g, nil)
-	thread.TuneRawWriter(w, time.Millisecond, 64<<20, 20)
+	w := engine.NewRawWriter(g, nil)
+	engine.TuneRawWriter(w, time.Millisecond, 64<<20, 20)
 	w.Start()
 	add := func(i int) { w.Append(rid, int64(i), "provider", json.RawMessage(fmt.Sprintf(`"line %d"`, i))) }
 	add(0)
@@ -169,12 +168,10 @@ func TestRawWriterNeverBlocks(t *testing.T) {
 func TestRawWriterBound(t *testing.T) {
 	t.Parallel()
 	st := store.New(pgtest.Pool(t))
-	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
-	defer svc.Shutdown(context.Background())
-	tid, rid := finishedRun(t, svc)
+	tid, rid := newRun(t, st)
 	g := newGate(st)
-	w := thread.NewRawWriter(g, nil)
-	thread.TuneRawWriter(w, time.Millisecond, 100, 20)
+	w := engine.NewRawWriter(g, nil)
+	engine.TuneRawWriter(w, time.Millisecond, 100, 20)
 	w.Start()
 	add := func(i int) { w.Append(rid, int64(i), "tool", json.RawMessage(`"12345678"`)) } // 10 bytes of data
 	add(0)
@@ -192,7 +189,7 @@ func TestRawWriterBound(t *testing.T) {
 		t.Fatalf("records: got %d:\n%s\nwant 10 that fit in 100 bytes and a dropped record", len(got), rawSummary(got))
 	}
 	last := got[10]
-	if last.Source != thread.RawService || last.Kind != thread.RawDropped || last.Sequence != 10 || !strings.HasPrefix(string(last.Data), `{"records":11,`) {
+	if last.Source != engine.RawService || last.Kind != engine.RawDropped || last.Sequence != 10 || !strings.HasPrefix(string(last.Data), `{"records":11,`) {
 		t.Errorf("last record: got %d %s/%s %s, want sequence 10 service/dropped counting 11 records", last.Sequence, last.Source, last.Kind, last.Data)
 	}
 }
@@ -218,17 +215,12 @@ func startRunAs(t *testing.T, st *store.Store, th *thread.Thread, id uuid.UUID) 
 func TestRawWriterWaitsForTheRun(t *testing.T) {
 	t.Parallel()
 	st := store.New(pgtest.Pool(t))
-	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
-	defer svc.Shutdown(context.Background())
 	ctx := context.Background()
-	th, _, err := svc.CreateThread(ctx, "local", uuid.Nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	th := newThread(t, st)
 	g := newGate(st)
 	close(g.open)
-	w := thread.NewRawWriter(g, nil)
-	thread.TuneRawWriter(w, time.Millisecond, 1<<20, 1<<30)
+	w := engine.NewRawWriter(g, nil)
+	engine.TuneRawWriter(w, time.Millisecond, 1<<20, 1<<30)
 	w.Start()
 	rid := uuid.New()
 	w.Append(rid, 1, "provider", json.RawMessage(`"early"`))
@@ -255,13 +247,13 @@ func TestRawWriterWaitsForTheRun(t *testing.T) {
 
 	// The thread is deleted: a writer that tries 3 times tries 3 times,
 	// then drops the records (the last flush at Stop does not try again).
-	if err := svc.DeleteThread(ctx, "local", th.ID); err != nil {
+	if err := st.ThreadDelete(ctx, "local", th.ID); err != nil {
 		t.Fatal(err)
 	}
 	g2 := newGate(st)
 	close(g2.open)
-	w2 := thread.NewRawWriter(g2, nil)
-	thread.TuneRawWriter(w2, time.Millisecond, 1<<20, 3)
+	w2 := engine.NewRawWriter(g2, nil)
+	engine.TuneRawWriter(w2, time.Millisecond, 1<<20, 3)
 	w2.Start()
 	w2.Append(rid, 2, "provider", json.RawMessage(`"late"`))
 	for range 3 {
@@ -281,24 +273,19 @@ func TestRawWriterWaitsForTheRun(t *testing.T) {
 func TestRawWriterManyRuns(t *testing.T) {
 	t.Parallel()
 	st := store.New(pgtest.Pool(t))
-	svc := thread.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, thread.Config{})
-	defer svc.Shutdown(context.Background())
 	ctx := context.Background()
 	const n = 300
 	threads := make([]*thread.Thread, n)
 	runs := make([]uuid.UUID, n)
 	for i := range n {
-		th, _, err := svc.CreateThread(ctx, "local", uuid.Nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := newThread(t, st)
 		threads[i], runs[i] = th, uuid.New()
 		startRunAs(t, st, th, runs[i])
 	}
 	g := newGate(st)
 	close(g.open)
-	w := thread.NewRawWriter(g, nil)
-	thread.TuneRawWriter(w, time.Hour, 64<<20, 20) // only Stop flushes
+	w := engine.NewRawWriter(g, nil)
+	engine.TuneRawWriter(w, time.Hour, 64<<20, 20) // only Stop flushes
 	w.Start()
 	for i, id := range runs {
 		w.Append(id, 1, "tool", json.RawMessage(fmt.Sprintf(`{"run":%d}`, i)))
