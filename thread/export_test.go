@@ -12,4 +12,4 @@ func PendingEnds(s *Service) int { return s.ends.Waiting() }
 func Forget(s *Service, id uuid.UUID) { s.forget(id) }
 
 // RelayReaders is how many runs of other processes have a reader here.
-func RelayReaders(s *Service) int { return s.relay.readerCount() }
+func RelayReaders(s *Service) int { return s.relay.Readers() }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -83,7 +84,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 		if sub == nil {
 			// Subscribe before reading the log: whatever is published
 			// after the read is then in the subscription.
-			var rs *relaySub
+			var rs *engine.RelaySub[Event]
 			sub, rs = s.subscribe(r, caller)
 			done, err := f.catchUp()
 			if err != nil && unavailable(err) && ctx.Err() == nil {
@@ -103,7 +104,7 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 			if rs != nil {
 				// The run's reader in this process wakes on its commits and
 				// polls: this follower need not.
-				rs.seed(f.last)
+				rs.Seed(f.last)
 				poll = 0
 			}
 		}
@@ -118,9 +119,9 @@ func (s *Service) follow(ctx context.Context, caller string, r *Run, after int64
 // subscribe returns a live subscription to the run's events: the hub's
 // while this process runs the run (or without wake-ups), else that of the
 // run's reader in this process (then also returned as rs).
-func (s *Service) subscribe(r *Run, caller string) (sub stream.Subscription[Event], rs *relaySub) {
+func (s *Service) subscribe(r *Run, caller string) (sub stream.Subscription[Event], rs *engine.RelaySub[Event]) {
 	if s.cfg.Wakeups != nil && s.local(r.ID) == nil {
-		if rs := s.relay.subscribe(r, caller); rs != nil {
+		if rs := s.relay.Subscribe(r.ID, s.relayRead(r, caller)); rs != nil {
 			return rs, rs
 		}
 	}

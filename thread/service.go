@@ -71,7 +71,7 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	commits *committer
-	relay   *relay
+	relay   *engine.Relay[Event]
 	starts  *engine.Batcher[startReq]
 	ends    *engine.Batcher[RunFinish]
 
@@ -136,7 +136,7 @@ func New(store Store, hub Hub, models Models, atts Attachments, cfg Config) *Ser
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.drained = make(chan struct{})
 	s.commits = newCommitter(s)
-	s.relay = newRelay(s, cfg.RelayBuffer)
+	s.relay = newRelay(s)
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
 	// Shutdown stops them once the runs have ended.

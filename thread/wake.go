@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // Wakeups is how this process hears, within milliseconds of their commit,
@@ -25,11 +27,9 @@ type Wakeups interface {
 	Changes() Changes
 }
 
-// Wake is a subscription to one run's wake-ups.
-type Wake interface {
-	C() <-chan struct{}
-	Close()
-}
+// Wake is a subscription to one run's wake-ups (the engine's relay
+// readers take them too).
+type Wake = engine.Wake
 
 // Changes is a subscription to the changes other processes made.
 type Changes interface {
