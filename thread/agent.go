@@ -67,7 +67,7 @@ func (t *turnRun) add(rec Record) {
 	t.seq++
 	rec.Seq = t.seq
 	t.fold.add(&rec)
-	t.w.add(rec)
+	t.w.Add(rec)
 }
 
 // snapshot logs an interim running snapshot of the turn so far.

@@ -216,7 +216,7 @@ func (a *activeRun) lose() {
 	a.lost, a.released = true, true
 	a.mu.Unlock()
 	if first {
-		a.log.lose()
+		a.log.Lose()
 		a.stop()
 	}
 }
@@ -248,7 +248,7 @@ func (a *activeRun) claim() (RunClaim, bool) {
 	a.mu.Lock()
 	released := a.released
 	a.mu.Unlock()
-	if released || !a.log.committed() {
+	if released || !a.log.Committed() {
 		return RunClaim{}, false
 	}
 	return RunClaim{RunID: a.run.ID, Claim: a.run.Claim}, true
@@ -713,8 +713,8 @@ func (b *threadBusy) Error() string { return "a run is being started on this thr
 func (s *Service) launch(th *Thread, user *checkpoint.Node, r *Run, tree *checkpoint.Tree, model Model, req ModelRequest, in RunCreate) (*activeRun, <-chan error) {
 	ctx, stop := context.WithCancel(context.Background())
 	ar := &activeRun{run: r, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
-		log: s.commits.writer(r, firstRecord(r)), started: make(chan struct{})}
-	ar.log.lostFn = ar.lose
+		started: make(chan struct{})}
+	ar.log = s.newLogWriter(r, ar.lose)
 	started := make(chan error, 1)
 	s.mu.Lock()
 	if s.closing {
@@ -805,7 +805,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 	firstEv := Event{Type: KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &Snapshot{
 		ThreadID: r.ThreadID, RunStatus: RunRunning, Tree: tree, Running: runningNode(r, tree, t.fold.content()), Head: r.MessageID}}
 	commitStart := func() {
-		if !w.claimStart(startCommitting) {
+		if !w.ClaimStart(engine.StartCommitting) {
 			return // the run ended first and is written whole
 		}
 		err := s.starts.Write(startReq{in, firstRec})
@@ -818,13 +818,13 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 			ar.unsure.Store(retryable(err) || errors.As(err, &mw))
 			ar.cancel(RunFailed)
 			s.leaveThread(r)
-			w.started(false)
+			w.Started(false)
 			started <- err
 			return
 		}
 		s.remember(r.ThreadID, tree)
 		s.hub.Publish(r.ID, firstEv)
-		w.started(true)
+		w.Started(true)
 		started <- nil
 	}
 	var linger *time.Timer
@@ -834,15 +834,15 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model Model, req
 		commitStart()
 	}
 	res, err := s.drive(t, model, req, r.Config)
-	merged := w.claimStart(startMerged)
+	merged := w.ClaimStart(engine.StartMerged)
 	if merged {
 		linger.Stop()
 	} else {
-		<-w.startDone
+		<-w.StartDone()
 	}
-	tail := w.stop()
-	all := w.all
-	if w.start == startFailed {
+	tail := w.Stop()
+	all := w.All()
+	if w.Failed() {
 		s.hub.End(r.ID) // nothing was published
 		return
 	}
@@ -964,7 +964,7 @@ func (s *Service) finish(f finishing) error {
 		f.ar.release() // ended: nothing to renew
 	}
 	if f.log != nil {
-		f.log.end(all) // before publishing: see committer.commit
+		f.log.End(all) // before publishing: see committer.commit
 	}
 	s.leaveThread(r)
 	nt, err := tree.Append(asst)
@@ -1226,7 +1226,7 @@ func (s *Service) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-purge.C:
-			s.commits.purge(ctx)
+			s.commits.Purge(ctx)
 			continue
 		case <-tick.C:
 		}
@@ -1296,7 +1296,7 @@ func (s *Service) Recover(ctx context.Context) int {
 				failed++
 				continue
 			}
-			s.commits.dirty.Store(true) // its log rows can go
+			s.commits.MarkDirty() // its log rows can go
 			n++
 		}
 		if failed == len(runs) {

@@ -469,7 +469,7 @@ func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *Run {
 	s.mu.Lock()
 	ar := s.runs[runID]
 	s.mu.Unlock()
-	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.live() {
+	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.Live() {
 		return nil
 	}
 	r := *ar.run
@@ -513,7 +513,7 @@ func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]R
 	ar := s.runs[runID]
 	s.mu.Unlock()
 	if ar != nil {
-		recs, ended := ar.log.after(after)
+		recs, ended := ar.log.After(after)
 		if ended {
 			return recs, logEnded, nil
 		}
@@ -531,7 +531,7 @@ func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) 
 	s.mu.Unlock()
 	if ar != nil {
 		// This process's memory: nothing is copied.
-		recs, ended := ar.log.after(after)
+		recs, ended := ar.log.After(after)
 		if ended {
 			return recs, logEnded, false, nil
 		}
