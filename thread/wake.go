@@ -32,31 +32,21 @@ type Wakeups interface {
 type Wake = engine.Wake
 
 // Changes is a subscription to the changes other processes made.
-type Changes interface {
-	C() <-chan Change
-	Close()
-}
+type Changes = engine.Changes
 
 // ChangeKind says what changed.
-type ChangeKind int
+type ChangeKind = engine.ChangeKind
 
+// The kinds of change (see engine.ChangeKind).
 const (
-	// ChangeCancel: a cancel of run ID was requested.
-	ChangeCancel ChangeKind = iota + 1
-	// ChangeThreadGone: thread ID was deleted.
-	ChangeThreadGone
-	// ChangeOwnerDead: a process died; its runs' leases were expired so
-	// that Recover takes them now.
-	ChangeOwnerDead
-	// ChangeReset: wake-ups may have been lost; forget what is cached.
-	ChangeReset
+	ChangeCancel     = engine.ChangeCancel
+	ChangeThreadGone = engine.ChangeThreadGone
+	ChangeOwnerDead  = engine.ChangeOwnerDead
+	ChangeReset      = engine.ChangeReset
 )
 
 // Change is one change another process made.
-type Change struct {
-	Kind ChangeKind
-	ID   uuid.UUID
-}
+type Change = engine.Change
 
 // pollEvery is how long a follower of a run (or, with wake-ups, the run's
 // reader in this process, relay.go) waits, quiet, before it reads the log
@@ -94,36 +84,7 @@ func (s *Service) Watch(ctx context.Context) {
 	if s.cfg.Wakeups == nil {
 		return
 	}
-	for {
-		sub := s.cfg.Wakeups.Changes()
-		s.watchChanges(ctx, sub)
-		sub.Close()
-		if ctx.Err() != nil {
-			return
-		}
-		s.resync(ctx) // it fell behind or the wake-ups restarted
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (s *Service) watchChanges(ctx context.Context, sub Changes) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case c, ok := <-sub.C():
-			if !ok {
-				return
-			}
-			s.apply(ctx, c)
-		}
-	}
+	engine.Watch(ctx, s.cfg.Wakeups.Changes, s.apply, s.resync)
 }
 
 func (s *Service) apply(ctx context.Context, c Change) {

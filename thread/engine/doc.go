@@ -4,8 +4,9 @@
 // one transaction per commit and publishes it once durable, the Batcher
 // that writes requests arriving together in one store write, the
 // RawWriter that queues runs' raw records and writes them off the model
-// loop, and the Relay that brings the runs of other processes to this
-// process's followers with one reader per run. It knows nothing of threads
+// loop, the Relay that brings the runs of other processes to this
+// process's followers with one reader per run, and Watch, the loop that
+// hands other processes' changes to the service. It knows nothing of threads
 // or runs: package thread wires these services to its Store, and of this
 // module this package imports only thread/errcode and stream.
 package engine
