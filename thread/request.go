@@ -1,0 +1,120 @@
+package thread
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// UserMessage is the message a run appends.
+type UserMessage struct {
+	ID            uuid.UUID // uuid.Nil: the service picks one
+	Content       []checkpoint.Part
+	AttachmentIDs []uuid.UUID
+}
+
+// RunRequest is POST /threads/{id}/runs/stream, decoded.
+type RunRequest struct {
+	Message      *UserMessage
+	ParentID     uuid.UUID
+	SourceID     uuid.UUID
+	Config       RunConfig
+	OnDisconnect string // "continue" (default) or "cancel"
+	// ToolResults and Approvals continue a turn that waits (its run ended
+	// requires_action): no Message, ParentID the turn's message.
+	ToolResults []ToolResult
+	Approvals   []Approval
+}
+
+// ToolResult answers a client tool's call.
+type ToolResult struct {
+	CallID  string          `json:"tool_call_id"`
+	Result  json.RawMessage `json:"result"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+// Approval approves or rejects a call of a tool marked approval.
+type Approval struct {
+	CallID   string `json:"tool_call_id"`
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// continuation reports whether the request continues a waiting turn.
+func (r *RunRequest) continuation() bool { return len(r.ToolResults) > 0 || len(r.Approvals) > 0 }
+
+// Validate checks the request's own shape; invalid_request names the field.
+func (r *RunRequest) Validate() error {
+	switch r.OnDisconnect {
+	case "", "continue", "cancel":
+	default:
+		return errcode.New(errcode.Invalid, "on_disconnect must be \"continue\" or \"cancel\", got %q", r.OnDisconnect)
+	}
+	if r.Config.Temperature != nil && (*r.Config.Temperature < 0 || *r.Config.Temperature > 2) {
+		return errcode.New(errcode.Invalid, "run_config.temperature must be between 0 and 2")
+	}
+	if err := r.Config.validateAgent(); err != nil {
+		return err
+	}
+	if err := r.validateAnswers(); err != nil {
+		return err
+	}
+	if bytes.Contains(r.Config.Custom, []byte(`\u0000`)) {
+		// jsonb holds no U+0000; a client's own data is refused, not changed.
+		return errcode.New(errcode.Invalid, "run_config.custom must not contain \\u0000")
+	}
+	if m := r.Message; m != nil {
+		if len(m.Content) == 0 && len(m.AttachmentIDs) == 0 {
+			return errcode.New(errcode.Invalid, "message.content must not be empty")
+		}
+		for i, p := range m.Content {
+			switch p.Type {
+			case "text":
+				if !utf8.ValidString(p.Text) {
+					return errcode.New(errcode.Invalid, "message.content[%d].text is not valid UTF-8", i)
+				}
+			case "image":
+				if p.Image == "" {
+					return errcode.New(errcode.Invalid, "message.content[%d].image must not be empty", i)
+				}
+			default:
+				return errcode.New(errcode.Invalid, "message.content[%d].type must be \"text\" or \"image\", got %q", i, p.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// clean makes the request's texts storable: a U+0000 in the message or
+// the system prompt becomes U+FFFD (see storable), before the message id's
+// idempotency compares contents.
+func (r *RunRequest) clean() {
+	r.Config.System = storable(r.Config.System)
+	if m := r.Message; m != nil {
+		var parts []checkpoint.Part
+		for i, p := range m.Content {
+			if t := storable(p.Text); t != p.Text {
+				if parts == nil {
+					parts = append([]checkpoint.Part(nil), m.Content...)
+				}
+				parts[i].Text = t
+			}
+		}
+		if parts != nil {
+			mm := *m
+			mm.Content = parts
+			r.Message = &mm
+		}
+	}
+}
+
+// errUnsaved is StartRun's error when the run could not be written.
+var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run could not be saved; retry the request with the same message id"}
+
+// errStartAgain says a start met another start on its thread whose
+// outcome was not known yet: StartRun tries again once it is.
+var errStartAgain = &errcode.Error{Code: errcode.Unavailable, Message: "another run was being started on this thread; retry"}
