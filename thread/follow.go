@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread/engine"
@@ -341,4 +342,24 @@ func (s *Service) event(r *Run, rec Record, tree *checkpoint.Tree, running []che
 		snap.Running = runningNode(r, tree, running)
 	}
 	return Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
+}
+
+// Follow calls fn with every event of the run after sequence after, first
+// from the durable log, then live, until the run's final snapshot or ctx
+// ends. It works for finished runs too. A subscriber that falls behind
+// catches up from the log. more tells fn that another event is ready at
+// once, so a writer can batch its flushes. not_found for unknown runs or
+// foreign threads.
+func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev Event, more bool) error) error {
+	r, err := s.FindRun(ctx, caller, threadID, runID)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, caller, r, after, fn)
+}
+
+// FollowRun is Follow for a run the caller already holds (from StartRun or
+// GetRun), saving the look-ups.
+func (s *Service) FollowRun(ctx context.Context, caller string, r *Run, after int64, fn func(ev Event, more bool) error) error {
+	return s.follow(ctx, caller, r, after, fn)
 }
