@@ -55,23 +55,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 		return nil, false, err
 	}
 	if ar := s.localRun(caller, threadID); ar != nil {
-		// This process runs the thread's run. Its start may not be
-		// committed yet, and may never be (another start on the thread
-		// won): it is named only once it exists.
-		if ok, err := ar.waitStart(ctx); err != nil {
-			return nil, false, err
-		} else if !ok {
-			return nil, false, errStartAgain
-		}
-		if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
-			if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
-				return ar.run, true, nil
-			}
-			return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
-		}
-		return nil, false, &errcode.Error{Code: errcode.RunInProgress,
-			Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.run.ID),
-			RunID:   ar.run.ID, MessageID: ar.run.MessageID}
+		return s.startOnLocalRun(ctx, caller, threadID, req, ar)
 	}
 	if th, tree := s.cached(caller, threadID); tree != nil {
 		// The cached tree saves reading the thread; the start's guard
@@ -119,6 +103,29 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 		return nil, false, err
 	}
 	return s.startRun(ctx, caller, th, tree, req, model, modelName, false)
+}
+
+// startOnLocalRun answers a start on a thread whose run this process
+// runs. Its start may not be committed yet, and may never be (another
+// start on the thread won): it is named only once it exists. The same
+// message sent again gets that run (existing); otherwise conflict for the
+// message id reused with other content or parent, run_in_progress naming
+// the run, errStartAgain when its start failed, or ctx's error.
+func (s *Service) startOnLocalRun(ctx context.Context, caller string, threadID uuid.UUID, req RunRequest, ar *activeRun) (*Run, bool, error) {
+	if ok, err := ar.waitStart(ctx); err != nil {
+		return nil, false, err
+	} else if !ok {
+		return nil, false, errStartAgain
+	}
+	if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
+		if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
+			return ar.run, true, nil
+		}
+		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
+	}
+	return nil, false, &errcode.Error{Code: errcode.RunInProgress,
+		Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.run.ID),
+		RunID:   ar.run.ID, MessageID: ar.run.MessageID}
 }
 
 // startRun is StartRun on a thread whose tree is known; create says the
