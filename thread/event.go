@@ -76,26 +76,39 @@ func (s *Snapshot) Export() (checkpointID *uuid.UUID, path []checkpoint.Message,
 	return checkpointID, path, repo
 }
 
+// eventHead is what every stream event begins with; messageHead adds the
+// message a token or an agent event belongs to. Embedded first, their
+// fields open each event's JSON in this order.
+type eventHead struct {
+	Type     string    `json:"type"`
+	RunID    uuid.UUID `json:"run_id"`
+	Sequence int64     `json:"sequence"`
+}
+
+type messageHead struct {
+	eventHead
+	MessageID uuid.UUID `json:"message_id"`
+}
+
+func (e *Event) head() eventHead { return eventHead{e.Type, e.RunID, e.Sequence} }
+
+func (e *Event) messageHead() messageHead { return messageHead{e.head(), e.MessageID} }
+
 // MarshalJSON writes the API.md stream event.
 func (e Event) MarshalJSON() ([]byte, error) {
 	switch e.Type {
-	case KindToken:
+	case KindToken, KindReasoning:
 		return json.Marshal(struct {
-			Type      string    `json:"type"`
-			RunID     uuid.UUID `json:"run_id"`
-			Sequence  int64     `json:"sequence"`
-			MessageID uuid.UUID `json:"message_id"`
-			Text      string    `json:"text"`
-		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Text})
+			messageHead
+			Text string `json:"text"`
+		}{e.messageHead(), e.Text})
 	case KindError:
 		return json.Marshal(struct {
-			Type     string       `json:"type"`
-			RunID    uuid.UUID    `json:"run_id"`
-			Sequence int64        `json:"sequence"`
-			Error    string       `json:"error"`
-			Code     errcode.Code `json:"code"`
-		}{e.Type, e.RunID, e.Sequence, e.Text, e.Code})
-	case KindReasoning, KindToolCall, KindToolResult, KindData:
+			eventHead
+			Error string       `json:"error"`
+			Code  errcode.Code `json:"code"`
+		}{e.head(), e.Text, e.Code})
+	case KindToolCall, KindToolResult, KindData:
 		return e.marshalAgent()
 	}
 	// A snapshot holds the whole tree: written by hand, byte for byte what
@@ -119,46 +132,29 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// marshalAgent writes the events of agent runs.
+// marshalAgent writes the tool and data events of agent runs.
 func (e *Event) marshalAgent() ([]byte, error) {
 	switch e.Type {
 	case KindToolCall:
 		return json.Marshal(struct {
-			Type      string    `json:"type"`
-			RunID     uuid.UUID `json:"run_id"`
-			Sequence  int64     `json:"sequence"`
-			MessageID uuid.UUID `json:"message_id"`
-			CallID    string    `json:"tool_call_id"`
-			ToolName  string    `json:"tool_name"`
-			ArgsText  string    `json:"args_text"`
-		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.CallID, e.Name, e.Text})
+			messageHead
+			CallID   string `json:"tool_call_id"`
+			ToolName string `json:"tool_name"`
+			ArgsText string `json:"args_text"`
+		}{e.messageHead(), e.CallID, e.Name, e.Text})
 	case KindToolResult:
 		return json.Marshal(struct {
-			Type      string          `json:"type"`
-			RunID     uuid.UUID       `json:"run_id"`
-			Sequence  int64           `json:"sequence"`
-			MessageID uuid.UUID       `json:"message_id"`
-			CallID    string          `json:"tool_call_id"`
-			Result    json.RawMessage `json:"result"`
-			IsError   bool            `json:"is_error"`
-		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.CallID, orNull(e.Data), e.IsError})
-	case KindData:
-		return json.Marshal(struct {
-			Type      string          `json:"type"`
-			RunID     uuid.UUID       `json:"run_id"`
-			Sequence  int64           `json:"sequence"`
-			MessageID uuid.UUID       `json:"message_id"`
-			Name      string          `json:"name"`
-			Data      json.RawMessage `json:"data"`
-		}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Name, orNull(e.Data)})
+			messageHead
+			CallID  string          `json:"tool_call_id"`
+			Result  json.RawMessage `json:"result"`
+			IsError bool            `json:"is_error"`
+		}{e.messageHead(), e.CallID, orNull(e.Data), e.IsError})
 	}
 	return json.Marshal(struct {
-		Type      string    `json:"type"`
-		RunID     uuid.UUID `json:"run_id"`
-		Sequence  int64     `json:"sequence"`
-		MessageID uuid.UUID `json:"message_id"`
-		Text      string    `json:"text"`
-	}{e.Type, e.RunID, e.Sequence, e.MessageID, e.Text})
+		messageHead
+		Name string          `json:"name"`
+		Data json.RawMessage `json:"data"`
+	}{e.messageHead(), e.Name, orNull(e.Data)})
 }
 
 func orNull(b json.RawMessage) json.RawMessage {

@@ -43,15 +43,7 @@ func TestFollowerWaitsOutOutage(t *testing.T) {
 		defer cancel()
 		other.Shutdown(ctx)
 	})
-	followed := make(chan thread.Event, 1024)
-	followDone := make(chan error, 1)
-	go func() {
-		defer close(followed)
-		followDone <- other.Follow(context.Background(), "local", tid, r.ID, 0, func(ev thread.Event, _ bool) error {
-			followed <- ev
-			return nil
-		})
-	}()
+	followed, followDone := followOn(context.Background(), other, tid, r.ID, nil)
 	first := next(t, followed)
 	if first.Sequence != 1 {
 		t.Fatalf("the follower's first event: got %+v, want sequence 1", first)
@@ -172,15 +164,7 @@ func TestShutdownEndsForeignFollowers(t *testing.T) {
 	own, ownDone := live(svc, r)
 	next(t, own)
 	other := thread.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, thread.Config{})
-	followed := make(chan thread.Event, 1024)
-	followDone := make(chan error, 1)
-	go func() {
-		defer close(followed)
-		followDone <- other.Follow(context.Background(), "local", tid, r.ID, 0, func(ev thread.Event, _ bool) error {
-			followed <- ev
-			return nil
-		})
-	}()
+	followed, followDone := followOn(context.Background(), other, tid, r.ID, nil)
 	first := next(t, followed)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

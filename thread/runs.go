@@ -69,33 +69,34 @@ const (
 // memory while this process runs it (a rejoin then reads nothing from the
 // database), else from the store.
 func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]Record, logSource, error) {
-	s.mu.Lock()
-	ar := s.runs[runID]
-	s.mu.Unlock()
-	if ar != nil {
-		recs, ended := ar.log.After(after)
-		if ended {
-			return recs, logEnded, nil
-		}
-		return recs, logLive, nil
+	if recs, src, ok := s.localLog(runID, after); ok {
+		return recs, src, nil
 	}
 	recs, err := s.store.RunEventsAfter(ctx, runID, after)
 	return recs, logStored, err
 }
 
-// loggedPage is logged with the store's answer cut to a page of
-// Limits.LogPageBytes; more says the store holds more after it.
-func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) (recs []Record, src logSource, more bool, err error) {
+// localLog returns the records after sequence after of a run this process
+// runs (ok false when it runs no such run).
+func (s *Service) localLog(runID uuid.UUID, after int64) (recs []Record, src logSource, ok bool) {
 	s.mu.Lock()
 	ar := s.runs[runID]
 	s.mu.Unlock()
-	if ar != nil {
-		// This process's memory: nothing is copied.
-		recs, ended := ar.log.After(after)
-		if ended {
-			return recs, logEnded, false, nil
-		}
-		return recs, logLive, false, nil
+	if ar == nil {
+		return nil, logStored, false
+	}
+	recs, ended := ar.log.After(after)
+	if ended {
+		return recs, logEnded, true
+	}
+	return recs, logLive, true
+}
+
+// loggedPage is logged with the store's answer cut to a page of
+// Limits.LogPageBytes; more says the store holds more after it.
+func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) (recs []Record, src logSource, more bool, err error) {
+	if recs, src, ok := s.localLog(runID, after); ok {
+		return recs, src, false, nil // this process's memory: nothing is copied
 	}
 	recs, more, err = s.store.RunEventsPage(ctx, runID, after, s.cfg.Limits.LogPageBytes)
 	return recs, logStored, more, err
