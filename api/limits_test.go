@@ -197,11 +197,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	// Generous: under a loaded machine a cancelled query's connection is
 	// closed by pgx in the background for up to 15 s.
-	for deadline := time.Now().Add(60 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 60 s for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(60*time.Second, cond) {
+		t.Fatalf("waited 60 s for %s", what)
 	}
 }
 
