@@ -319,14 +319,7 @@ func TestAgentCancelStopsTool(t *testing.T) {
 // ran once, and the log replays the same.
 func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 	t.Parallel()
-	var runs atomic.Int64
-	started, release := make(chan struct{}), make(chan struct{})
-	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
-		runs.Add(1)
-		close(started)
-		<-release
-		return tool.ValueResult("late"), nil
-	}}
+	block, runs, started, release := blockingTool()
 	m := &agentScript{steps: [][]step.Delta{{text("Working."), call("c1", "block", `{}`)}, {text("after")}}}
 	svc, st, _ := fakeSetup(t, m, thread.Config{Tools: registry(t, block)})
 	tid := uuid.New()
@@ -384,4 +377,18 @@ func TestAgentTurnCountsInBudget(t *testing.T) {
 	if len(last) != 1 || last[0].Parts[0].Text != "second" {
 		t.Fatalf("the later request: got %d messages, want only the new question (the big turn trimmed)", len(last))
 	}
+}
+
+// blockingTool is the tool "block": a call counts itself in runs, closes
+// started and waits for release to be closed, then answers "late".
+func blockingTool() (block funcTool, runs *atomic.Int64, started, release chan struct{}) {
+	runs = new(atomic.Int64)
+	started, release = make(chan struct{}), make(chan struct{})
+	block = funcTool{"block", func(context.Context, json.RawMessage) (tool.Result, error) {
+		runs.Add(1)
+		close(started)
+		<-release
+		return tool.ValueResult("late"), nil
+	}}
+	return block, runs, started, release
 }

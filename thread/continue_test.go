@@ -227,14 +227,7 @@ func TestMessageUnderContinuedTurn(t *testing.T) {
 // from the compacted log and the stored reply agree.
 func TestAgentRecoveryOnPostgres(t *testing.T) {
 	t.Parallel()
-	var runs atomic.Int64
-	started, release := make(chan struct{}), make(chan struct{})
-	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
-		runs.Add(1)
-		close(started)
-		<-release
-		return tool.ValueResult("late"), nil
-	}}
+	block, runs, started, release := blockingTool()
 	m := &agentScript{steps: [][]step.Delta{
 		{{Kind: step.Reasoning, Text: "thinking"}, text("Working."), call("c1", "block", `{"a":`), call("c1", "block", `1}`)},
 		{text("after")},
