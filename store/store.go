@@ -133,9 +133,12 @@ func hot(sql string) string {
 }
 
 // Configure sets up the connections of a pool the store will use: Open
-// calls it, and so do tests that build their own pool.
+// calls it, and so do tests that build their own pool. A connection is
+// readied when it opens (afterConnect) and checked each time it is handed
+// out (prepareConn).
 func Configure(cfg *pgxpool.Config) {
 	cfg.AfterConnect = afterConnect
+	cfg.PrepareConn = prepareConn
 }
 
 // afterConnect readies a new connection: uuids move in binary, the hot
