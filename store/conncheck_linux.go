@@ -6,8 +6,10 @@ import (
 )
 
 // pendingConn peeks at c's socket without blocking (recv with MSG_PEEK and
-// MSG_DONTWAIT): true when bytes or the end of the stream wait, or on any
-// error but "nothing yet".
+// MSG_DONTWAIT, under RawConn.Control, which takes none of the socket's
+// locks, so that a read in progress elsewhere cannot hold it up): true
+// when bytes or the end of the stream wait, or on any error but "nothing
+// yet".
 func pendingConn(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -18,11 +20,10 @@ func pendingConn(c net.Conn) bool {
 		return true
 	}
 	waiting := false
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		waiting = n > 0 || err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
-		return true // never wait for the socket to become readable
 	})
 	return waiting || err != nil
 }
