@@ -12,12 +12,13 @@ import (
 
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // withTools gives the service the built-in tools.
 func withTools(t *testing.T) func(*options) {
 	return func(o *options) {
-		o.service = func(c *thread.Config) {
+		o.service = func(c *engine.Config) {
 			reg := tool.NewRegistry(0)
 			if err := reg.Add(tool.Builtins(nil)...); err != nil {
 				t.Fatal(err)
@@ -260,7 +261,7 @@ func TestAgentRunConfigOverHTTP(t *testing.T) {
 // withToolSet gives the service these tools.
 func withToolSet(t *testing.T, tools ...tool.Tool) func(*options) {
 	return func(o *options) {
-		o.service = func(c *thread.Config) {
+		o.service = func(c *engine.Config) {
 			reg := tool.NewRegistry(0)
 			if err := reg.Add(tools...); err != nil {
 				t.Fatal(err)

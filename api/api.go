@@ -25,6 +25,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -97,7 +98,7 @@ type Config struct {
 // Server is the HTTP API.
 type Server struct {
 	echo    *echo.Echo
-	svc     *thread.Service
+	svc     *engine.Service
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
@@ -144,7 +145,7 @@ func status(code errcode.Code) int {
 const retryAfterSeconds = 1
 
 // New builds the server and its routes.
-func New(svc *thread.Service, cfg Config) *Server {
+func New(svc *engine.Service, cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}

@@ -29,7 +29,7 @@ type env struct {
 	t     *testing.T
 	url   string
 	store *store.Store
-	svc   *thread.Service
+	svc   *engine.Service
 	key   string            // bearer key sent by do, if any
 	raw   *engine.RawWriter // with the raw option: the service's RawSink
 }
@@ -45,7 +45,7 @@ type options struct {
 	title     string            // the title model
 	wrap      func(*store.Store) thread.Store
 	api       func(*api.Config)    // changes the API's settings
-	service   func(*thread.Config) // changes the service's settings
+	service   func(*engine.Config) // changes the service's settings
 	raw       bool                 // keep raw records (env.raw)
 }
 
@@ -72,7 +72,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if o.wrap != nil {
 		ts = o.wrap(st)
 	}
-	tcfg := thread.Config{Lease: o.lease, TitleModel: o.title}
+	tcfg := engine.Config{Lease: o.lease, TitleModel: o.title}
 	if o.service != nil {
 		o.service(&tcfg)
 	}
@@ -82,7 +82,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		raw.Start()
 		tcfg.Raw = raw
 	}
-	svc := thread.New(ts, stream.New[thread.Event](256), models, st, tcfg)
+	svc := engine.New(ts, stream.New[thread.Event](256), models, st, tcfg)
 	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping, Raw: st}
 	if o.api != nil {
 		o.api(&acfg)

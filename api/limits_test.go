@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 func withAPI(f func(*api.Config)) func(*options)        { return func(o *options) { o.api = f } }
-func withService(f func(*thread.Config)) func(*options) { return func(o *options) { o.service = f } }
+func withService(f func(*engine.Config)) func(*options) { return func(o *options) { o.service = f } }
 
 // upload stores data as a file and returns its id.
 func (e *env) upload(name, ct string, data []byte) string {
@@ -80,7 +80,7 @@ func TestInlineBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := setup(t, withVars(map[string]string{"THREADLINE_MODELS_FILE": file, "FAKE_KEY": "fake-key"}),
-		withService(func(c *thread.Config) { c.Limits.InlineBytes = 2500 }))
+		withService(func(c *engine.Config) { c.Limits.InlineBytes = 2500 }))
 	var ids []string
 	for i := 0; i < 5; i++ {
 		ids = append(ids, e.upload(fmt.Sprintf("f%d.txt", i), "text/plain", []byte(strings.Repeat(strconv.Itoa(i), 1000))))
@@ -113,7 +113,7 @@ func TestInlineBudget(t *testing.T) {
 // refused, and the thread is left as it was.
 func TestMessagesPerThread(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withService(func(c *thread.Config) { c.Limits.MessagesPerThread = 4 }))
+	e := setup(t, withService(func(c *engine.Config) { c.Limits.MessagesPerThread = 4 }))
 	tid := newID()
 	f1 := e.turn(tid, "one", nil)
 	f2 := e.turn(tid, "two", &f1.Messages[1].ID)
@@ -150,7 +150,7 @@ func want429(t *testing.T, resp *http.Response, b []byte) {
 // streams are gone (on_disconnect continue).
 func TestRunsPerCaller(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withDelay(50*time.Millisecond), withTokens(200), withService(func(c *thread.Config) { c.Limits.RunsPerCaller = 2 }))
+	e := setup(t, withDelay(50*time.Millisecond), withTokens(200), withService(func(c *engine.Config) { c.Limits.RunsPerCaller = 2 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	var ids []string
 	for i := 0; i < 2; i++ {

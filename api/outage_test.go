@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // closedPort returns a loopback port nothing listens on.
@@ -53,7 +54,7 @@ func TestOutageEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
+	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
 	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
@@ -130,7 +131,7 @@ func TestOutageRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := thread.New(st, stream.New[thread.Event](16), models, st, thread.Config{})
+	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
 	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st}))
 	t.Cleanup(hs.Close)
 	e := &env{t: t, url: hs.URL}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // want503 checks an unavailable answer with Retry-After.
@@ -59,7 +59,7 @@ func threeCallers(o *options) {
 func TestRunsPerProcess(t *testing.T) {
 	t.Parallel()
 	e := setup(t, threeCallers, withDelay(20*time.Millisecond), withTokens(2000),
-		withService(func(c *thread.Config) { c.Limits.RunsPerProcess, c.Limits.RunsPerCaller = 2, 5 }))
+		withService(func(c *engine.Config) { c.Limits.RunsPerProcess, c.Limits.RunsPerCaller = 2, 5 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	long := map[string]any{"message": map[string]any{"content": "long"}}

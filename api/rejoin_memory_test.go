@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // heapInuse is the heap in use after a collection.
@@ -69,7 +69,7 @@ func TestStalledRejoinersBounded(t *testing.T) {
 		slack     = 16 << 20 // the process's own, unrelated to the streams
 	)
 	e := setup(t, withTokens(100000),
-		withService(func(c *thread.Config) { c.Limits.LogPageBytes = page }),
+		withService(func(c *engine.Config) { c.Limits.LogPageBytes = page }),
 		withAPI(func(c *api.Config) { c.StallTimeout = -1 }))
 	tid := newID()
 	resp, b := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", newMessage("long", nil))

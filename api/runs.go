@@ -18,6 +18,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -235,7 +236,7 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	if err != nil && !started {
 		return err
 	}
-	if errors.Is(err, thread.ErrShuttingDown) {
+	if errors.Is(err, engine.ErrShuttingDown) {
 		// A run of another process outlives this one: the client rejoins
 		// it elsewhere.
 		s.log.Info("stream ended by shutdown; the client rejoins elsewhere", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID))

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers (log handlers).
@@ -78,7 +78,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	e := setup(t, withVars(map[string]string{"THREADLINE_MODELS_FILE": file, "ECHO_KEY": providerKey}),
 		func(o *options) { o.keys = map[string]string{apiKey: "alice"} },
 		withAPI(func(c *api.Config) { c.Logger = logger }),
-		withService(func(c *thread.Config) { c.Logger = logger }),
+		withService(func(c *engine.Config) { c.Logger = logger }),
 		func(o *options) { o.raw = true })
 	var seen strings.Builder
 	requests := 0

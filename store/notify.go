@@ -31,7 +31,7 @@ const maxPayload = 7900
 // NotifierConfig tunes a Notifier. Zero values take the defaults in
 // parentheses.
 type NotifierConfig struct {
-	// Owner is this process's name in run leases (thread.Config.Owner): the
+	// Owner is this process's name in run leases (engine.Config.Owner): the
 	// presence lock is held under it. Required.
 	Owner string
 	// Check is how often the other processes' presence is checked (250ms).

@@ -1,9 +1,10 @@
-// Package thread owns threads, runs and the run loop: it resolves a run
-// request against the checkpoint tree, streams the model's tokens into the
-// run's durable event log, publishes each event only after it is durable, and
-// recovers runs whose process died. It talks to Postgres and to the event hub
-// only through the Store and Hub interfaces it defines. The engine's
-// background services (the group commit, the batchers, the raw writer, the
-// relay, the wake-up loop) are package thread/engine, which this package
-// wires to its Store.
+// Package thread is Threadline's domain: threads, runs and their rules.
+// It names what a thread and a run are (Thread, Run, RunConfig, the run's
+// durable log of Records and the Events a client sees), what a run request
+// may ask (RunRequest.Validate), how a run's records fold into its
+// assistant message's parts (Turn), what a column can hold (Storable), and
+// the interfaces the rest of the service is built against: the Store that
+// keeps all of it, the Hub that publishes events, the Models and Tools a
+// run calls, the Wakeups other processes' writes arrive by. It imports no
+// database and no HTTP; package thread/engine runs runs against it.
 package thread

@@ -25,8 +25,8 @@ type Event struct {
 	IsError bool // tool_result
 }
 
-// recordEvent is the event of a record that is not a snapshot.
-func recordEvent(r *Run, rec *Record) Event {
+// RecordEvent is the event of a record that is not a snapshot.
+func RecordEvent(r *Run, rec *Record) Event {
 	ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Text: rec.Text, Code: rec.Code,
 		CallID: rec.CallID, Name: rec.Name, Data: rec.Data, IsError: rec.IsError}
 	if rec.Kind != KindError {
@@ -148,16 +148,16 @@ func (e *Event) marshalAgent() ([]byte, error) {
 			CallID  string          `json:"tool_call_id"`
 			Result  json.RawMessage `json:"result"`
 			IsError bool            `json:"is_error"`
-		}{e.messageHead(), e.CallID, orNull(e.Data), e.IsError})
+		}{e.messageHead(), e.CallID, OrNull(e.Data), e.IsError})
 	}
 	return json.Marshal(struct {
 		messageHead
 		Name string          `json:"name"`
 		Data json.RawMessage `json:"data"`
-	}{e.messageHead(), e.Name, orNull(e.Data)})
+	}{e.messageHead(), e.Name, OrNull(e.Data)})
 }
 
-func orNull(b json.RawMessage) json.RawMessage {
+func OrNull(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return json.RawMessage(`null`)
 	}

@@ -8,22 +8,22 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 )
 
-// turn folds a run's records, in order, into its assistant message's
+// Turn folds a run's records, in order, into its assistant message's
 // parts: consecutive tokens make one text part and consecutive reasoning
 // one reasoning part; the first tool_call record of a call id opens a
 // tool-call part and the later ones add to its arguments; a tool_result
 // answers its call's part; a data record adds a data part, or replaces
 // the data part of the same name whose value has the same "id" (a plan
 // sent again as its tasks tick). Snapshots and errors add nothing.
-type turn struct {
+type Turn struct {
 	parts []checkpoint.Part
 	open  string          // the type of the part text holds: text, reasoning or ""
 	text  strings.Builder // the open part's text
 	calls map[string]int  // tool call id -> its part's index
 }
 
-// add folds one record in.
-func (t *turn) add(rec *Record) {
+// Add folds one record in.
+func (t *Turn) Add(rec *Record) {
 	switch rec.Kind {
 	case KindToken:
 		t.write(checkpoint.PartText, rec.Text)
@@ -42,7 +42,7 @@ func (t *turn) add(rec *Record) {
 		t.parts = append(t.parts, checkpoint.Part{Type: checkpoint.PartToolCall, ToolCallID: rec.CallID, ToolName: rec.Name, ArgsText: rec.Text})
 	case KindToolResult:
 		if i, ok := t.calls[rec.CallID]; ok {
-			t.parts[i].Result, t.parts[i].IsError = orNull(rec.Data), rec.IsError
+			t.parts[i].Result, t.parts[i].IsError = OrNull(rec.Data), rec.IsError
 		}
 	case KindData:
 		t.close()
@@ -50,7 +50,7 @@ func (t *turn) add(rec *Record) {
 	}
 }
 
-func (t *turn) write(kind, s string) {
+func (t *Turn) write(kind, s string) {
 	if t.open != kind {
 		t.close()
 		t.open = kind
@@ -59,7 +59,7 @@ func (t *turn) write(kind, s string) {
 }
 
 // close ends the open text or reasoning part.
-func (t *turn) close() {
+func (t *Turn) close() {
 	if t.open == "" {
 		return
 	}
@@ -68,7 +68,7 @@ func (t *turn) close() {
 	t.text.Reset()
 }
 
-func (t *turn) data(name string, v json.RawMessage) {
+func (t *Turn) data(name string, v json.RawMessage) {
 	if id := dataID(v); id != nil {
 		for i := range t.parts {
 			p := &t.parts[i]
@@ -78,7 +78,7 @@ func (t *turn) data(name string, v json.RawMessage) {
 			}
 		}
 	}
-	t.parts = append(t.parts, checkpoint.Part{Type: checkpoint.PartData, Name: name, Data: orNull(v)})
+	t.parts = append(t.parts, checkpoint.Part{Type: checkpoint.PartData, Name: name, Data: OrNull(v)})
 }
 
 // dataID returns the "id" member of a JSON object, or nil.
@@ -95,10 +95,10 @@ func dataID(v json.RawMessage) json.RawMessage {
 	return o.ID
 }
 
-// content returns the parts so far, as a new slice: a message always has
+// Content returns the parts so far, as a new slice: a message always has
 // at least one part (an empty text part before anything streamed), and a
 // tool call's args are its arguments parsed (see checkpoint.ArgsObject).
-func (t *turn) content() []checkpoint.Part {
+func (t *Turn) Content() []checkpoint.Part {
 	out := make([]checkpoint.Part, len(t.parts), len(t.parts)+1)
 	copy(out, t.parts)
 	for i := range out {
@@ -115,9 +115,9 @@ func (t *turn) content() []checkpoint.Part {
 	return out
 }
 
-// unanswered returns the ids of the tool calls that have no result, in
+// Unanswered returns the ids of the tool calls that have no result, in
 // the order they opened.
-func (t *turn) unanswered() []string {
+func (t *Turn) Unanswered() []string {
 	var ids []string
 	for _, p := range t.parts {
 		if p.Type == checkpoint.PartToolCall && p.Result == nil {
@@ -127,8 +127,37 @@ func (t *turn) unanswered() []string {
 	return ids
 }
 
-// hasCall reports whether a tool call of id is open in the turn.
-func (t *turn) hasCall(id string) bool {
+// HasCall reports whether a tool call of id is open in the turn.
+func (t *Turn) HasCall(id string) bool {
 	_, ok := t.calls[id]
 	return ok
+}
+
+// Call returns the tool-call part of id as folded so far; false if no
+// call of id is open in the turn.
+func (t *Turn) Call(id string) (checkpoint.Part, bool) {
+	i, ok := t.calls[id]
+	if !ok {
+		return checkpoint.Part{}, false
+	}
+	return t.parts[i], true
+}
+
+// Empty reports whether nothing is folded in yet.
+func (t *Turn) Empty() bool { return len(t.parts) == 0 && t.open == "" }
+
+// TurnFrom returns a fold that goes on from a stored turn's parts (a
+// continuation adds to the turn it continues).
+func TurnFrom(parts []checkpoint.Part) Turn {
+	var t Turn
+	for _, p := range parts {
+		if p.Type == checkpoint.PartToolCall {
+			if t.calls == nil {
+				t.calls = map[string]int{}
+			}
+			t.calls[p.ToolCallID] = len(t.parts)
+		}
+		t.parts = append(t.parts, p)
+	}
+	return t
 }

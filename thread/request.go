@@ -44,8 +44,8 @@ type Approval struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// continuation reports whether the request continues a waiting turn.
-func (r *RunRequest) continuation() bool { return len(r.ToolResults) > 0 || len(r.Approvals) > 0 }
+// Continuation reports whether the request continues a waiting turn.
+func (r *RunRequest) Continuation() bool { return len(r.ToolResults) > 0 || len(r.Approvals) > 0 }
 
 // Validate checks the request's own shape; invalid_request names the field.
 func (r *RunRequest) Validate() error {
@@ -89,15 +89,15 @@ func (r *RunRequest) Validate() error {
 	return nil
 }
 
-// clean makes the request's texts storable: a U+0000 in the message or
+// Clean makes the request's texts storable: a U+0000 in the message or
 // the system prompt becomes U+FFFD (see storable), before the message id's
 // idempotency compares contents.
-func (r *RunRequest) clean() {
-	r.Config.System = storable(r.Config.System)
+func (r *RunRequest) Clean() {
+	r.Config.System = Storable(r.Config.System)
 	if m := r.Message; m != nil {
 		var parts []checkpoint.Part
 		for i, p := range m.Content {
-			if t := storable(p.Text); t != p.Text {
+			if t := Storable(p.Text); t != p.Text {
 				if parts == nil {
 					parts = append([]checkpoint.Part(nil), m.Content...)
 				}
@@ -112,9 +112,30 @@ func (r *RunRequest) clean() {
 	}
 }
 
-// errUnsaved is StartRun's error when the run could not be written.
-var errUnsaved = &errcode.Error{Code: errcode.Unavailable, Message: "the run could not be saved; retry the request with the same message id"}
-
-// errStartAgain says a start met another start on its thread whose
-// outcome was not known yet: StartRun tries again once it is.
-var errStartAgain = &errcode.Error{Code: errcode.Unavailable, Message: "another run was being started on this thread; retry"}
+// validateAnswers checks a continuation's own shape; invalid_request
+// names the field.
+func (r *RunRequest) validateAnswers() error {
+	if !r.Continuation() {
+		return nil
+	}
+	if r.Message != nil || r.SourceID != uuid.Nil {
+		return errcode.New(errcode.Invalid, "tool_results and approvals continue a turn: they take no message and no source_message_id")
+	}
+	seen := map[string]bool{}
+	for i, a := range r.ToolResults {
+		if a.CallID == "" || seen[a.CallID] {
+			return errcode.New(errcode.Invalid, "tool_results[%d].tool_call_id must name a call once", i)
+		}
+		seen[a.CallID] = true
+	}
+	for i, a := range r.Approvals {
+		if a.CallID == "" || seen[a.CallID] {
+			return errcode.New(errcode.Invalid, "approvals[%d].tool_call_id must name a call once", i)
+		}
+		if !utf8.ValidString(a.Reason) {
+			return errcode.New(errcode.Invalid, "approvals[%d].reason is not valid UTF-8", i)
+		}
+		seen[a.CallID] = true
+	}
+	return nil
+}

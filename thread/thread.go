@@ -158,11 +158,10 @@ type Run struct {
 	FinishedAt *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
-	// first is the subscription StartRun made before the run's first
-	// event, for the caller's FollowRun; nil on runs read from the store.
-	first *presub
-	// answers are a continuation's, for its run loop.
-	answers *answers
+	// Local is what the process that started the run keeps on the value
+	// StartRun returned, for that caller alone (the engine's subscription
+	// made before the run's first event); nil on runs read from a store.
+	Local any
 }
 
 // MarshalJSON writes the run resource.
@@ -388,6 +387,13 @@ type Store interface {
 	// claim's writes fail from then on, and any that committed before are
 	// in the log the claimer reads next), and returns them.
 	RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*Run, error)
+}
+
+// Attachments loads attachment bytes for the model. It may be nil.
+type Attachments interface {
+	// AttachmentData returns the content type and bytes; not_found for
+	// another caller's or an unknown attachment.
+	AttachmentData(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Attachment, []byte, error)
 }
 
 // Hub fans run events out to live subscribers. Publish never blocks; a

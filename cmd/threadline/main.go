@@ -134,7 +134,7 @@ type Config struct {
 	TrustedProxies    []*net.IPNet
 }
 
-// startLinger maps the setting onto thread.Config, where 0 is the default
+// startLinger maps the setting onto engine.Config, where 0 is the default
 // and a negative linger commits at once.
 func startLinger(d time.Duration) time.Duration {
 	if d <= 0 {
@@ -332,7 +332,7 @@ type Program struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *store.Store
-	svc     *thread.Service
+	svc     *engine.Service
 	models  *model.Registry
 	tools   *tool.Registry
 	mcp     *mcp.Servers      // nil without an MCP config
@@ -405,7 +405,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	api.RegisterPoolStats(reg, func() api.PoolStats { return st.Pool().Stat() })
 	hub := stream.New[thread.Event](1024)
 	var srv *api.Server
-	svc := thread.New(st, hub, models, st, thread.Config{
+	svc := engine.New(st, hub, models, st, engine.Config{
 		Owner:       owner,
 		Wakeups:     notifier,
 		Raw:         raw,
@@ -414,7 +414,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
 		Tools:       tools,
-		Limits: thread.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
+		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
 		OnPublish: func(d time.Duration, n int) {

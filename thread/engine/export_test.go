@@ -1,9 +1,25 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // TuneRawWriter sets w's flush interval, its bound on queued bytes and
 // how many failed writes of a run it tries; call it before Start.
 func TuneRawWriter(w *RawWriter, every time.Duration, max, misses int) {
 	w.every, w.max, w.misses = every, max, misses
 }
+
+// PendingStarts is how many starts wait for the starts batcher's next write.
+func PendingStarts(s *Service) int { return s.starts.Waiting() }
+
+// PendingEnds is how many run ends wait for the ends batcher's next write.
+func PendingEnds(s *Service) int { return s.ends.Waiting() }
+
+// Forget drops the thread's cached tree, so the next read is cold.
+func Forget(s *Service, id uuid.UUID) { s.forget(id) }
+
+// RelayReaders is how many runs of other processes have a reader here.
+func RelayReaders(s *Service) int { return s.relay.Readers() }

@@ -2,411 +2,80 @@ package engine
 
 import (
 	"context"
-	"log/slog"
-	"slices"
+	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/commit"
 )
 
-// GroupCommit is the group commit of every run's event log: one goroutine
-// takes what all runs produced since the last commit and writes it in one
-// transaction, then publishes it. While one commit is in flight the next one
-// gathers, so the cost per token falls as load rises, and no event is
-// published before it is durable. A run's records join only once its start
-// is committed: the store finds them in rows written after the start (see
-// thread's Store.RunEventsAppend). R is a log record, K what the user of a
-// LogWriter keys it with (thread: its run's writer).
-//
-// A commit that fails is retried with backoff, with whatever gathered
-// meanwhile; its records are published once a retry commits them. A run
-// whose claim the store refuses (recovery took it over elsewhere) is
-// dropped from the commit, its records are never published, and its
-// writer's lost callback stops it; the other runs' records are written
-// again at once.
-type GroupCommit[R, K any] struct {
-	write   WriteFunc[R, K]
-	publish func(w *LogWriter[R, K], recs []R, since time.Time)
-	purgeFn func(ctx context.Context) (more bool, err error)
-	log     *slog.Logger
-	mu      sync.Mutex
-	pending map[*LogWriter[R, K]]struct{}
-	kick    chan struct{}
-	// dirty says the store may hold log rows of ended runs to purge.
-	dirty atomic.Bool
-	life  Lifecycle
-	// backoff is the wait before the next attempt after a failed commit
-	// (0 after a success); retryMin and retryMax bound it.
-	backoff            time.Duration
-	retryMin, retryMax time.Duration
+// Every run's event log is written by the engine's group commit
+// (commit.GroupCommit): one goroutine writes what all runs produced since
+// the last commit in one Store.RunEventsAppend, then publishes it (see
+// publish); a run whose claim the store refuses is dropped from it and
+// stopped (activeRun.lose).
+
+// committer is the service's group commit of run logs.
+type committer = commit.GroupCommit[thread.Record, *logWriter]
+
+// logWriter is one run's side of the group commit (keyed with itself):
+// its run, and the running snapshots of its interim snapshot records.
+type logWriter struct {
+	*commit.LogWriter[thread.Record, *logWriter]
+	run *thread.Run
+
+	mu sync.Mutex
+	// snaps are the running snapshots of interim snapshot records by
+	// sequence, for publishing them.
+	snaps map[int64]*thread.Snapshot
 }
 
-// Segment is one run's records in a commit: the records of the run of the
-// LogWriter keyed Key, in sequence order.
-type Segment[R, K any] struct {
-	Key     K
-	Records []R
+func newCommitter(s *Service) *committer {
+	publish := func(w *commit.LogWriter[thread.Record, *logWriter], recs []thread.Record, since time.Time) {
+		s.publish(w.Key, recs, since)
+	}
+	purge := func(ctx context.Context) (bool, error) { return s.store.RunLogPurge(ctx) }
+	return commit.NewGroupCommit(s.appendEvents, publish, purge, s.log)
 }
 
-// WriteFunc writes segments, each of another run, in one store write. A
-// write that names runs whose claim the store refused (lost) wrote
-// nothing: those runs are dropped and the rest written again. Any other
-// error is retried with backoff.
-type WriteFunc[R, K any] func(ctx context.Context, segs []Segment[R, K]) (lost []uuid.UUID, err error)
-
-// NewGroupCommit returns a stopped group commit that writes with write,
-// hands what it committed to publish (durable before published), purges
-// ended runs' log rows with purge (Purge) and logs failures to log.
-func NewGroupCommit[R, K any](write WriteFunc[R, K], publish func(w *LogWriter[R, K], recs []R, since time.Time),
-	purge func(ctx context.Context) (more bool, err error), log *slog.Logger) *GroupCommit[R, K] {
-	return &GroupCommit[R, K]{write: write, publish: publish, purgeFn: purge, log: log,
-		pending: make(map[*LogWriter[R, K]]struct{}), kick: make(chan struct{}, 1),
-		retryMin: 10 * time.Millisecond, retryMax: time.Second}
-}
-
-// Start starts the commit goroutine; Stop stops it, after the commit in
-// flight. Records still pending then are left to their runs' final writes.
-func (c *GroupCommit[R, K]) Start() { c.life.Start(c.loop) }
-
-// Stop stops the goroutine and waits for it.
-func (c *GroupCommit[R, K]) Stop() { c.life.Stop() }
-
-// LogWriter is one run's side of the group commit. Its records are all, in
-// sequence order; those from all[taken] on are pending: not yet taken by a
-// commit. A commit takes a prefix of them and never copies it: appends only
-// ever write past it. all[:durable] is committed, so a rejoin in this
-// process reads it here instead of from the store.
-type LogWriter[R, K any] struct {
-	// Key is what the writer was made with (GroupCommit.Writer).
-	Key      K
-	c        *GroupCommit[R, K]
-	id       uuid.UUID
-	mu       sync.Mutex
-	all      []R
-	taken    int
-	since    time.Time // when the oldest pending record was produced
-	durable  int
-	ended    bool // the run's final write committed: all is its whole log
-	inflight bool
-	stopped  bool
-	// retrying says its last commit failed: stop then takes its pending
-	// records into the run's final write instead of waiting for a retry.
-	retrying bool
-	// lost says the store refused the run's claim: nothing more of it is
-	// written or published, and lostFn (if set) was called once.
-	lost   bool
-	lostFn func()
-	idle   *sync.Cond
-	// start is where the writing of the run's start stands; records wait
-	// in pending until it is committed (their rows need the run's row).
-	start     StartState
-	startDone chan struct{} // closed when start leaves StartCommitting
-}
-
-// StartState is where the writing of a run's start stands.
-type StartState int
-
-// A run's start is StartOpen until the linger runs out (StartCommitting)
-// or the run ends first (StartMerged); a start committed alone is then
-// StartCommitted or StartFailed.
-const (
-	StartOpen       StartState = iota // not written: the model runs in the linger
-	StartCommitting                   // the linger ran out: committing alone
-	StartCommitted
-	StartFailed
-	StartMerged // the run ended first: it is written whole
-)
-
-// Writer returns the writer of run id's log, keyed key, whose first record
-// (first) is committed with the run's start; lost (if not nil) is called
-// once if the store refuses the run's claim.
-func (c *GroupCommit[R, K]) Writer(id uuid.UUID, key K, first R, lost func()) *LogWriter[R, K] {
-	// The first record is committed with the run's start.
-	// Room for a short reply's records: growing from one by doubling
-	// copied each run's log eight times.
-	all := append(make([]R, 0, 64), first)
-	w := &LogWriter[R, K]{Key: key, c: c, id: id, all: all, taken: 1, lostFn: lost, startDone: make(chan struct{})}
-	w.idle = sync.NewCond(&w.mu)
+// newLogWriter returns the writer of r's log; lost is called once if the
+// store refuses r's claim.
+func (s *Service) newLogWriter(r *thread.Run, lost func()) *logWriter {
+	w := &logWriter{run: r}
+	w.LogWriter = s.commits.Writer(r.ID, w, firstRecord(r), lost)
 	return w
 }
 
-// ClaimStart moves an unwritten start to next (StartCommitting or
-// StartMerged) and reports whether it was still unwritten.
-func (w *LogWriter[R, K]) ClaimStart(next StartState) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.start != StartOpen {
-		return false
+// appendEvents writes a group commit's segments (Store.RunEventsAppend),
+// and names the runs whose claim the store refused.
+func (s *Service) appendEvents(ctx context.Context, segs []commit.Segment[thread.Record, *logWriter]) ([]uuid.UUID, error) {
+	out := make([]thread.Segment, len(segs))
+	for i, sg := range segs {
+		out[i] = thread.Segment{RunID: sg.Key.run.ID, Claim: sg.Key.run.Claim, Records: sg.Records}
 	}
-	w.start = next
-	return true
+	err := s.store.RunEventsAppend(ctx, out)
+	var lost *thread.ClaimLostError
+	if errors.As(err, &lost) && len(lost.Runs) > 0 {
+		return lost.Runs, err
+	}
+	return nil, err
 }
 
-// Started records the outcome of committing the start alone; on success
-// the records that waited for it go to the group commit.
-func (w *LogWriter[R, K]) Started(ok bool) {
+// setSnapshot records the snapshot an interim snapshot record of seq shows.
+func (w *logWriter) setSnapshot(seq int64, snap *thread.Snapshot) {
 	w.mu.Lock()
-	w.start = StartFailed
-	queue := false
-	if ok {
-		w.start = StartCommitted
-		w.durable = 1 // the first record went with the start
-		queue = len(w.all) > w.taken && !w.stopped
+	if w.snaps == nil {
+		w.snaps = map[int64]*thread.Snapshot{}
 	}
-	close(w.startDone)
-	w.mu.Unlock()
-	if queue {
-		w.c.queue(w, true)
-	}
-}
-
-// StartDone is closed when the start leaves StartCommitting.
-func (w *LogWriter[R, K]) StartDone() <-chan struct{} { return w.startDone }
-
-// queue adds w to the next commit, and wakes the commit goroutine if kick.
-func (c *GroupCommit[R, K]) queue(w *LogWriter[R, K], kick bool) {
-	c.mu.Lock()
-	c.pending[w] = struct{}{}
-	c.mu.Unlock()
-	if !kick {
-		return // a failed commit's retry takes it
-	}
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
-
-// Add queues a record; it never blocks on the database.
-func (w *LogWriter[R, K]) Add(rec R) {
-	w.mu.Lock()
-	if len(w.all) == w.taken {
-		w.since = time.Now()
-	}
-	w.all = append(w.all, rec)
-	queue := !w.inflight && !w.lost && w.start == StartCommitted
-	w.mu.Unlock()
-	if queue {
-		w.c.queue(w, true)
-	}
-}
-
-// Stop waits until the group commit has written every record added so far
-// (or its last attempt failed, or the run's claim was lost), then for the
-// writer's commit in flight, and returns the
-// records that are not durable yet; the run's final transaction writes
-// them. Draining first sends a run's last tokens out with the other runs'
-// next commit, on the log's own connection, instead of behind the run's
-// final transaction, which waits for the shared pool.
-func (w *LogWriter[R, K]) Stop() []R {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for w.start == StartCommitted && !w.retrying && !w.lost && (w.inflight || w.taken < len(w.all)) {
-		w.idle.Wait() // pending records are queued: the commit broadcasts
-	}
-	w.stopped = true
-	for w.inflight {
-		w.idle.Wait()
-	}
-	return w.all[w.taken:]
-}
-
-// All returns every record added, in order (after Stop: the run's log).
-func (w *LogWriter[R, K]) All() []R {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.all
-}
-
-// Failed reports whether the start, committed alone, failed.
-func (w *LogWriter[R, K]) Failed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.start == StartFailed
-}
-
-// Live reports whether the run's start is committed and its end is not.
-func (w *LogWriter[R, K]) Live() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.start == StartCommitted && !w.ended
-}
-
-// End records that the run's final write committed all, its whole log.
-func (w *LogWriter[R, K]) End(all []R) {
-	w.mu.Lock()
-	w.all, w.durable, w.ended = all, len(all), true
+	w.snaps[seq] = snap
 	w.mu.Unlock()
 }
 
-// After returns the committed records with sequence > after (all[i] has
-// sequence i+1), and whether they end the log.
-func (w *LogWriter[R, K]) After(after int64) ([]R, bool) {
+// snapshot returns the snapshot of the interim snapshot record of seq.
+func (w *logWriter) snapshot(seq int64) *thread.Snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if after < 0 {
-		after = 0
-	}
-	if after >= int64(w.durable) {
-		return nil, w.ended
-	}
-	// Records are never changed once added, and appends write past
-	// durable: the caller may keep the slice without a copy.
-	return w.all[after:w.durable:w.durable], w.ended
-}
-
-type takenRecs[R, K any] struct {
-	w     *LogWriter[R, K]
-	from  int // w.all index of recs[0]
-	recs  []R
-	since time.Time
-}
-
-func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-c.kick:
-		}
-		for c.commit() {
-			// Failed: wait, then try again with what gathered meanwhile.
-			c.backoff = min(max(2*c.backoff, c.retryMin), c.retryMax)
-			t := time.NewTimer(c.backoff)
-			select {
-			case <-stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		c.backoff = 0
-	}
-}
-
-// MarkDirty says the store may hold log rows of ended runs to purge.
-func (c *GroupCommit[R, K]) MarkDirty() { c.dirty.Store(true) }
-
-// Purge frees the log rows of ended runs if commits (or recoveries) may
-// have left some; thread's Service.Run calls it once a second.
-func (c *GroupCommit[R, K]) Purge(ctx context.Context) {
-	if !c.dirty.Swap(false) {
-		return
-	}
-	more, err := c.purgeFn(ctx)
-	if err != nil && ctx.Err() == nil {
-		c.log.Error("purge run log", "err", err)
-	}
-	if more || err != nil {
-		c.dirty.Store(true)
-	}
-}
-
-// commit writes what every pending writer has, in one store write, and
-// publishes it. It reports whether the write failed and is to be retried.
-func (c *GroupCommit[R, K]) commit() (retry bool) {
-	c.mu.Lock()
-	ws := c.pending
-	c.pending = make(map[*LogWriter[R, K]]struct{}, len(ws))
-	c.mu.Unlock()
-	batch := make([]takenRecs[R, K], 0, len(ws))
-	for w := range ws {
-		w.mu.Lock()
-		if !w.stopped && !w.lost && w.start == StartCommitted && len(w.all) > w.taken {
-			recs := w.all[w.taken:len(w.all):len(w.all)]
-			batch = append(batch, takenRecs[R, K]{w, w.taken, recs, w.since})
-			w.taken = len(w.all)
-			w.inflight = true
-		}
-		w.mu.Unlock()
-	}
-	for len(batch) > 0 {
-		segs := make([]Segment[R, K], len(batch))
-		for i, t := range batch {
-			segs[i] = Segment[R, K]{Key: t.w.Key, Records: t.recs}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		lost, err := c.write(ctx, segs)
-		cancel()
-		if len(lost) > 0 {
-			// Nothing was written: drop the lost runs, write the rest.
-			batch = c.drop(batch, lost)
-			continue
-		}
-		if err != nil {
-			c.log.Error("append run events; retrying", "runs", len(segs), "err", err)
-			c.settle(batch, false)
-			return true
-		}
-		c.dirty.Store(true)
-		c.settle(batch, true)
-		return false
-	}
-	return false
-}
-
-// drop takes the runs whose claim was lost out of batch: their writers
-// publish and write nothing more, and their runs are told.
-func (c *GroupCommit[R, K]) drop(batch []takenRecs[R, K], runs []uuid.UUID) []takenRecs[R, K] {
-	keep := batch[:0]
-	for _, t := range batch {
-		if !slices.Contains(runs, t.w.id) {
-			keep = append(keep, t)
-			continue
-		}
-		t.w.mu.Lock()
-		t.w.inflight, t.w.lost, t.w.taken = false, true, t.from
-		fn := t.w.lostFn
-		t.w.idle.Broadcast()
-		t.w.mu.Unlock()
-		if fn != nil {
-			fn()
-		}
-	}
-	return keep
-}
-
-// settle records the outcome of a commit of batch: committed records are
-// published; failed ones go back to pending, for the retry or the run's
-// final write.
-func (c *GroupCommit[R, K]) settle(batch []takenRecs[R, K], ok bool) {
-	for _, t := range batch {
-		if ok {
-			// Durable before published: a rejoin that subscribes and
-			// then reads memory misses nothing.
-			t.w.mu.Lock()
-			t.w.durable = t.from + len(t.recs)
-			t.w.mu.Unlock()
-			c.publish(t.w, t.recs, t.since)
-		}
-		t.w.mu.Lock()
-		t.w.inflight, t.w.retrying = false, !ok
-		if !ok {
-			t.w.taken = t.from
-		}
-		requeue := len(t.w.all) > t.w.taken && !t.w.stopped && !t.w.lost
-		t.w.idle.Broadcast()
-		t.w.mu.Unlock()
-		if requeue {
-			c.queue(t.w, ok)
-		}
-	}
-}
-
-// Committed reports whether the run's start is committed.
-func (w *LogWriter[R, K]) Committed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.start == StartCommitted
-}
-
-// Lose marks the run's claim lost (by a lease renewal): nothing more of it
-// is committed or published, and stop does not wait for its records.
-func (w *LogWriter[R, K]) Lose() {
-	w.mu.Lock()
-	w.lost = true
-	w.idle.Broadcast()
-	w.mu.Unlock()
+	return w.snaps[seq]
 }

@@ -21,19 +21,19 @@ import (
 // gate holds every append of the real store until open is closed, and
 // tells of each call and its answer.
 type gate struct {
-	sink    engine.RawStore
+	sink    thread.RawStore
 	open    chan struct{}
 	entered chan struct{}
 	answers chan error
 }
 
-func newGate(sink engine.RawStore) *gate {
+func newGate(sink thread.RawStore) *gate {
 	return &gate{sink: sink, open: make(chan struct{}), entered: make(chan struct{}, 1000), answers: make(chan error, 1000)}
 }
 
-// RunRawAppendAll implements engine.RawStore; the answer it tells of is
+// RunRawAppendAll implements thread.RawStore; the answer it tells of is
 // the first append's (the tests write one run at a time).
-func (g *gate) RunRawAppendAll(ctx context.Context, apps []engine.RawAppend) ([]error, error) {
+func (g *gate) RunRawAppendAll(ctx context.Context, apps []thread.RawAppend) ([]error, error) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.open:
@@ -79,7 +79,7 @@ func newRun(t *testing.T, st *store.Store) (threadID, runID uuid.UUID) {
 	return th.ID, runID
 }
 
-func rawSummary(recs []engine.RawRecord) string {
+func rawSummary(recs []thread.RawRecord) string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, fmt.Sprintf("%d %s/%s %s", r.Sequence, r.Source, r.Kind, r.Data))
@@ -189,7 +189,7 @@ func TestRawWriterBound(t *testing.T) {
 		t.Fatalf("records: got %d:\n%s\nwant 10 that fit in 100 bytes and a dropped record", len(got), rawSummary(got))
 	}
 	last := got[10]
-	if last.Source != engine.RawService || last.Kind != engine.RawDropped || last.Sequence != 10 || !strings.HasPrefix(string(last.Data), `{"records":11,`) {
+	if last.Source != thread.RawService || last.Kind != thread.RawDropped || last.Sequence != 10 || !strings.HasPrefix(string(last.Data), `{"records":11,`) {
 		t.Errorf("last record: got %d %s/%s %s, want sequence 10 service/dropped counting 11 records", last.Sequence, last.Source, last.Kind, last.Data)
 	}
 }

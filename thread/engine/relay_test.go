@@ -1,187 +1,359 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/threadtest"
 )
 
-// testWake is a run's wake-up subscription that the test fires.
-type testWake struct {
-	ch     chan struct{}
-	closed chan struct{}
-	once   sync.Once
+// The relay (relay.go) on the in-memory store: one process runs a run,
+// another serves its followers with one reader of the log per run, woken
+// by wake-ups as the store would send them on every commit.
+
+// fakeWakeups is thread.Wakeups for processes on one fake store: poke
+// wakes a run's subscribers, as a commit's NOTIFY does.
+type fakeWakeups struct {
+	mu   sync.Mutex
+	runs map[uuid.UUID]map[*fakeWake]struct{}
 }
 
-func (w *testWake) C() <-chan struct{} { return w.ch }
-func (w *testWake) Close()             { w.once.Do(func() { close(w.closed) }) }
+type fakeWake struct {
+	w  *fakeWakeups
+	id uuid.UUID
+	ch chan struct{}
+}
 
-// testLog is a run's log as a reader reads it: reads answers what the
-// reader asked for, and each read is told on asked.
-type testLog struct {
+func (w *fakeWake) C() <-chan struct{} { return w.ch }
+
+func (w *fakeWake) Close() {
+	w.w.mu.Lock()
+	defer w.w.mu.Unlock()
+	delete(w.w.runs[w.id], w)
+}
+
+func (w *fakeWakeups) WakeRun(id uuid.UUID) thread.Wake {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fw := &fakeWake{w: w, id: id, ch: make(chan struct{}, 1)}
+	if w.runs[id] == nil {
+		w.runs[id] = map[*fakeWake]struct{}{}
+	}
+	w.runs[id][fw] = struct{}{}
+	return fw
+}
+
+// Changes is not used here (Watch is not run).
+func (w *fakeWakeups) Changes() thread.Changes { return noChanges{} }
+
+type noChanges struct{}
+
+func (noChanges) C() <-chan thread.Change { return nil }
+func (noChanges) Close()                  {}
+
+func (w *fakeWakeups) poke(id uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for fw := range w.runs[id] {
+		select {
+		case fw.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// open is how many wake-up subscriptions are open.
+func (w *fakeWakeups) open() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, ws := range w.runs {
+		n += len(ws)
+	}
+	return n
+}
+
+// wakingStore wakes a run's subscribers after every write to its log and
+// counts the reads of each run's log.
+type wakingStore struct {
+	*threadtest.Store
+	w     *fakeWakeups
+	wakes atomic.Int64
 	mu    sync.Mutex
-	recs  []string
-	ended bool
-	gone  bool
-	asked chan int64 // the after of each read
+	reads map[uuid.UUID]int
 }
 
-func (l *testLog) append(rec string, ended bool) {
-	l.mu.Lock()
-	l.recs = append(l.recs, rec)
-	l.ended = ended
-	l.mu.Unlock()
+func (s *wakingStore) wake(id uuid.UUID) {
+	s.wakes.Add(1)
+	s.w.poke(id)
 }
 
-func (l *testLog) read(_ context.Context, after int64) ([]string, int64, bool, error) {
-	l.asked <- after
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.gone {
-		return nil, after, false, errcode.New(errcode.NotFound, "run not found")
+func (s *wakingStore) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
+	err := s.Store.RunEventsAppend(ctx, segs)
+	if err == nil {
+		for _, sg := range segs {
+			s.wake(sg.RunID)
+		}
 	}
-	if after >= int64(len(l.recs)) {
-		return nil, after, l.ended, nil
-	}
-	return slices.Clone(l.recs[after:]), int64(len(l.recs)), l.ended, nil
+	return err
 }
 
-// newTestRelay returns a started relay whose readers poll only after an
-// hour, with a wake-up per run that the test fires.
-func newTestRelay(t *testing.T) (*Relay[string], func(uuid.UUID) *testWake) {
+func (s *wakingStore) RunFinish(ctx context.Context, in thread.RunFinish) error {
+	err := s.Store.RunFinish(ctx, in)
+	if err == nil {
+		s.wake(in.Run.ID)
+	}
+	return err
+}
+
+func (s *wakingStore) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error {
+	err := s.Store.RunFinishAll(ctx, ins)
+	if err == nil {
+		for _, in := range ins {
+			s.wake(in.Run.ID)
+		}
+	}
+	return err
+}
+
+func (s *wakingStore) RunEventsAfter(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, error) {
+	s.mu.Lock()
+	s.reads[runID]++
+	s.mu.Unlock()
+	return s.Store.RunEventsAfter(ctx, runID, after)
+}
+
+func (s *wakingStore) readsOf(id uuid.UUID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[id]
+}
+
+// relaySetup returns an owning process running m and a following process
+// with wake-ups, on one store.
+func relaySetup(t *testing.T, m thread.Model, follower engine.Config) (owner, other *engine.Service, st *wakingStore, w *fakeWakeups) {
 	t.Helper()
-	var mu sync.Mutex
-	wakes := map[uuid.UUID]*testWake{}
-	get := func(id uuid.UUID) *testWake {
-		mu.Lock()
-		defer mu.Unlock()
-		if wakes[id] == nil {
-			wakes[id] = &testWake{ch: make(chan struct{}, 1), closed: make(chan struct{})}
-		}
-		return wakes[id]
-	}
-	rl := NewRelay[string](16, func(id uuid.UUID) Wake { return get(id) }, time.Hour, time.Millisecond, slog.Default())
-	rl.Start()
-	t.Cleanup(rl.Stop)
-	return rl, get
-}
-
-func recv(t *testing.T, s *RelaySub[string]) []string {
-	t.Helper()
-	select {
-	case evs, ok := <-s.C():
-		if !ok {
-			t.Fatal("subscription closed, want events")
-		}
-		return evs
-	case <-time.After(30 * time.Second):
-		t.Fatal("no events after 30 s")
-	}
-	return nil
-}
-
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s never happened", what)
-	}
-}
-
-// TestRelayOneReader: the followers of a run share one reader, which reads
-// from where the first follower's seed says, once per wake-up, and
-// publishes to all of them; it stops, closing its wake-up subscription,
-// when the last follower leaves.
-func TestRelayOneReader(t *testing.T) {
-	t.Parallel()
-	rl, wakeOf := newTestRelay(t)
-	id := uuid.New()
-	log := &testLog{recs: []string{"a"}, asked: make(chan int64, 100)}
-	subs := make([]*RelaySub[string], 3)
-	for i := range subs {
-		if subs[i] = rl.Subscribe(id, log.read); subs[i] == nil {
-			t.Fatal("Subscribe on a started relay: got nil")
-		}
-	}
-	if n := rl.Readers(); n != 1 {
-		t.Fatalf("readers: got %d, want 1", n)
-	}
-	subs[0].Seed(1) // the first follower read "a" from the log
-	subs[1].Seed(0) // a later seed does not move the reader
-	for i, rec := range []string{"b", "c"} {
-		log.append(rec, false)
-		wakeOf(id).ch <- struct{}{}
-		if after := <-log.asked; after != int64(i+1) {
-			t.Fatalf("read %d: got after %d, want %d", i, after, i+1)
-		}
-		for j, s := range subs {
-			if got := recv(t, s); !slices.Equal(got, []string{rec}) {
-				t.Fatalf("follower %d: got %v, want [%s]", j, got, rec)
-			}
-		}
-	}
-	for _, s := range subs {
-		s.Close()
-	}
-	waitClosed(t, wakeOf(id).closed, "the wake-up subscription's close")
-	if n := rl.Readers(); n != 0 {
-		t.Fatalf("readers after the last follower left: got %d, want 0", n)
-	}
-	if n := len(log.asked); n != 0 {
-		t.Fatalf("reads besides one per wake-up: got %d, want 0", n)
-	}
-}
-
-// TestRelayReaderEnds: a reader whose run ended, or whose run is gone,
-// leaves the relay and closes its followers' subscriptions; a stopped
-// relay takes no followers.
-func TestRelayReaderEnds(t *testing.T) {
-	t.Parallel()
-	for _, gone := range []bool{false, true} {
-		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
-			t.Parallel()
-			rl, wakeOf := newTestRelay(t)
-			id := uuid.New()
-			log := &testLog{asked: make(chan int64, 100)}
-			s := rl.Subscribe(id, log.read)
-			s.Seed(0)
-			if gone {
-				log.mu.Lock()
-				log.gone = true
-				log.mu.Unlock()
-			} else {
-				log.append("final", true)
-			}
-			wakeOf(id).ch <- struct{}{}
-			var got []string
-			for evs := range s.C() {
-				got = append(got, evs...)
-			}
-			if want := []string{"final"}; gone {
-				if len(got) != 0 {
-					t.Fatalf("events of a run gone: got %v, want none", got)
-				}
-			} else if !slices.Equal(got, want) {
-				t.Fatalf("events: got %v, want %v", got, want)
-			}
-			waitClosed(t, wakeOf(id).closed, "the wake-up subscription's close")
-			if n := rl.Readers(); n != 0 {
-				t.Fatalf("readers after the run ended: got %d, want 0", n)
-			}
-			s.Close()
-			rl.Stop()
-			if s := rl.Subscribe(id, log.read); s != nil {
-				t.Fatal("Subscribe on a stopped relay: got a subscription, want nil")
-			}
+	w = &fakeWakeups{runs: map[uuid.UUID]map[*fakeWake]struct{}{}}
+	st = &wakingStore{Store: threadtest.New(), w: w, reads: map[uuid.UUID]int{}}
+	owner = engine.New(st, stream.New[thread.Event](256), models{m: m}, nil, engine.Config{StartLinger: -1})
+	follower.Wakeups = w
+	other = engine.New(st, stream.New[thread.Event](256), models{m: &recorder{}}, nil, follower)
+	for _, svc := range []*engine.Service{owner, other} {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			svc.Shutdown(ctx)
 		})
+	}
+	return owner, other, st, w
+}
+
+// followOn follows a run on svc in the background, like live, with a
+// context the test may cancel and fn called before each event is passed
+// on.
+func followOn(ctx context.Context, svc *engine.Service, tid, runID uuid.UUID, fn func(thread.Event)) (<-chan thread.Event, <-chan error) {
+	evs := make(chan thread.Event, 1024)
+	done := make(chan error, 1)
+	go func() {
+		defer close(evs)
+		done <- svc.Follow(ctx, "local", tid, runID, 0, func(ev thread.Event, _ bool) error {
+			if fn != nil {
+				fn(ev)
+			}
+			evs <- ev
+			return nil
+		})
+	}()
+	return evs, done
+}
+
+// TestRelayOneReaderPerRun: many followers of a run in a process that
+// does not own it get every event, identical to the stored log, and the
+// process reads the log once per wake-up, not once per follower.
+func TestRelayOneReaderPerRun(t *testing.T) {
+	t.Parallel()
+	const followers, tokens = 20, 10
+	m := newStepper()
+	owner, other, st, w := relaySetup(t, m, engine.Config{})
+	tid, r := startOn(t, owner)
+	type sub struct {
+		evs  <-chan thread.Event
+		done <-chan error
+		seen []thread.Event
+	}
+	subs := make([]*sub, followers)
+	for i := range subs {
+		evs, done := followOn(context.Background(), other, tid, r.ID, nil)
+		subs[i] = &sub{evs: evs, done: done}
+		subs[i].seen = append(subs[i].seen, next(t, evs))
+	}
+	// Every follower has read the log and waits live.
+	readsBefore, wakesBefore := st.readsOf(r.ID), st.wakes.Load()
+	for i := range tokens {
+		m.toks <- string(rune('a' + i))
+		for _, s := range subs {
+			s.seen = append(s.seen, next(t, s.evs))
+		}
+	}
+	close(m.toks)
+	for _, s := range subs {
+		s.seen = append(s.seen, rest(t, s.evs, s.done)...)
+	}
+	// Every follower has the final event: the reads since they went live
+	// are the reader's, each after a wake-up (or a quiet spell, which a
+	// slow host may add one of).
+	reads, wakes := st.readsOf(r.ID)-readsBefore, int(st.wakes.Load()-wakesBefore)
+	if reads > wakes+1 {
+		t.Fatalf("log reads in the following process while %d followers were live: got %d, want at most %d (one per wake-up)", followers, reads, wakes+1)
+	}
+	want := replay(t, st.Store, tid, r.ID)
+	for i, s := range subs {
+		sameEvents(t, fmt.Sprintf("follower %d against the stored log", i), s.seen, want)
+	}
+	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+}
+
+// TestRelaySlowFollowerDropped: a follower that stops reading does not
+// hold up the reader or the other followers; it is dropped and, once it
+// reads again, rejoins from its sequence with every event.
+func TestRelaySlowFollowerDropped(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, _ := relaySetup(t, m, engine.Config{RelayBuffer: 1})
+	tid, r := startOn(t, owner)
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	slow, slowDone := followOn(context.Background(), other, tid, r.ID, func(ev thread.Event) {
+		if ev.Type == thread.KindToken {
+			once.Do(func() { close(blocked) })
+			<-release
+		}
+	})
+	fast, fastDone := followOn(context.Background(), other, tid, r.ID, nil)
+	seen := []thread.Event{next(t, fast)}
+	next(t, slow)
+	m.toks <- "first"
+	seen = append(seen, next(t, fast))
+	<-blocked // the slow follower holds its first token
+	for _, tok := range []string{"b", "c", "d", "e", "f", "g"} {
+		m.toks <- tok
+		seen = append(seen, next(t, fast))
+	}
+	close(m.toks)
+	seen = append(seen, rest(t, fast, fastDone)...)
+	want := replay(t, st.Store, tid, r.ID)
+	sameEvents(t, "the fast follower while the slow one was stuck", seen, want)
+	close(release)
+	got := append([]thread.Event{want[0]}, rest(t, slow, slowDone)...)
+	sameEvents(t, "the slow follower after it read again", got, want)
+}
+
+// TestRelayReaderStopsWithFollowers: a reader stops, and gives up its
+// wake-ups, when its last follower leaves while the run goes on; a new
+// follower then starts another and gets the run from its sequence.
+func TestRelayReaderStopsWithFollowers(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, w := relaySetup(t, m, engine.Config{})
+	tid, r := startOn(t, owner)
+	ctx, cancel := context.WithCancel(context.Background())
+	evs, done := followOn(ctx, other, tid, r.ID, nil)
+	next(t, evs)
+	m.toks <- "a"
+	next(t, evs)
+	if n := engine.RelayReaders(other); n != 1 {
+		t.Fatalf("readers with a follower: got %d, want 1", n)
+	}
+	cancel()
+	for range evs {
+	}
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("follow after cancel: got %v, want %v", err, context.Canceled)
+	}
+	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+	m.toks <- "b"
+	again, againDone := followOn(context.Background(), other, tid, r.ID, nil)
+	got := []thread.Event{next(t, again), next(t, again), next(t, again)}
+	m.toks <- "c"
+	close(m.toks)
+	got = append(got, rest(t, again, againDone)...)
+	sameEvents(t, "a new follower", got, replay(t, st.Store, tid, r.ID))
+}
+
+// TestRelayThreadDeleted: when another process deletes the thread of a
+// run followed here, the reader's next read finds the run gone: it stops,
+// and its followers end with not_found.
+func TestRelayThreadDeleted(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, w := relaySetup(t, m, engine.Config{})
+	tid, r := startOn(t, owner)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs, done := followOn(ctx, other, tid, r.ID, nil)
+	next(t, evs)
+	m.toks <- "a"
+	next(t, evs)
+	if err := st.Store.ThreadDelete(context.Background(), "local", tid); err != nil {
+		t.Fatal(err)
+	}
+	w.poke(r.ID) // the delete's NOTIFY
+	for range evs {
+	}
+	if err := <-done; errcode.Of(err) != errcode.NotFound {
+		t.Fatalf("follow of a deleted run: got %v, want not_found", err)
+	}
+	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+	close(m.toks)
+}
+
+// TestRelayReadRetried: a read of the log that fails is tried again, and
+// the followers get every event once it succeeds.
+func TestRelayReadRetried(t *testing.T) {
+	t.Parallel()
+	m := newStepper()
+	owner, other, st, _ := relaySetup(t, m, engine.Config{RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
+	var failures atomic.Int64
+	failed := make(chan struct{}, 16)
+	st.Fail = func(op string) error {
+		if op == "RunEventsAfter" && failures.Add(-1) >= 0 {
+			failed <- struct{}{}
+			return errInjected
+		}
+		return nil
+	}
+	tid, r := startOn(t, owner)
+	evs, done := followOn(context.Background(), other, tid, r.ID, nil)
+	seen := []thread.Event{next(t, evs)}
+	failures.Store(3)
+	m.toks <- "after failed reads"
+	for range 3 {
+		<-failed
+	}
+	seen = append(seen, next(t, evs))
+	close(m.toks)
+	seen = append(seen, rest(t, evs, done)...)
+	sameEvents(t, "a follower whose reader's reads failed", seen, replay(t, st.Store, tid, r.ID))
+}
+
+// waitFor polls cond until it holds, failing after a bound only a broken
+// relay exceeds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
 	}
 }

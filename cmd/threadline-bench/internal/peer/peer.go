@@ -2,7 +2,7 @@
 // Threadline, on a fresh database it creates, migrates and drops.
 //
 // What is measured, and how:
-//   - turn_ms: in-process through thread.Service: StartRun (append the user
+//   - turn_ms: in-process through engine.Service: StartRun (append the user
 //     message under the current leaf, start the built-in model), then
 //     FollowRun until the final snapshot, which the service publishes only
 //     after the transaction writing the reply, the compacted event log and
@@ -49,7 +49,7 @@ import (
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/store"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // The workload's constants (PEER_WORKLOAD.md).
@@ -158,7 +158,7 @@ type peerBench struct {
 	timed   *timedStore
 	models  benchModels
 	log     *slog.Logger
-	svc     *thread.Service
+	svc     *engine.Service
 	warm    string // base URL of the server of svc
 	cold    string // base URL of the server whose Service is replaced before each cold read
 	coldH   atomic.Pointer[api.Server]

@@ -16,6 +16,7 @@ import (
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -121,8 +122,8 @@ func (b *peerBench) close() {
 }
 
 // newService returns a Service with an empty tree cache on the bench's store.
-func (b *peerBench) newService() *thread.Service {
-	return thread.New(b.timed, stream.New[thread.Event](1024), b.models, b.st, thread.Config{Logger: b.log})
+func (b *peerBench) newService() *engine.Service {
+	return engine.New(b.timed, stream.New[thread.Event](1024), b.models, b.st, engine.Config{Logger: b.log})
 }
 
 func (b *peerBench) newColdServer() *api.Server {

@@ -11,6 +11,7 @@ import (
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // verify reads the thread back through a new Service (from Postgres) and
@@ -24,7 +25,7 @@ func (b *peerBench) verify(ctx context.Context, threadID uuid.UUID, r runResult,
 	var p problems
 	streamed := p.checkStream(r, wantParent, prompt)
 	// Untimed, so that the store breakdown holds the runs only.
-	snap, err := thread.New(b.st, stream.New[thread.Event](16), b.models, b.st, thread.Config{Logger: b.log}).Snapshot(ctx, peerCaller, threadID)
+	snap, err := engine.New(b.st, stream.New[thread.Event](16), b.models, b.st, engine.Config{Logger: b.log}).Snapshot(ctx, peerCaller, threadID)
 	if err != nil {
 		return "read back: " + err.Error()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // run runs the whole workload into res: the warm-up, the fresh thread in
@@ -60,7 +61,7 @@ func (b *peerBench) settings() map[string]any {
 // or counted.
 func measuredDescriptions() map[string]string {
 	return map[string]string{
-		"turn_ms":             "in-process thread.Service: StartRun (user message under the current leaf) + FollowRun to the final snapshot, which is published after the reply, the compacted event log and the run's end are committed; median of the fresh turns",
+		"turn_ms":             "in-process engine.Service: StartRun (user message under the current leaf) + FollowRun to the final snapshot, which is published after the reply, the compacted event log and the run's end are committed; median of the fresh turns",
 		"http_turn_ms":        "POST /api/v1/threads/{id}/runs/stream on an in-process server on 127.0.0.1, every NDJSON line decoded, to the end of the stream; median of the fresh turns",
 		"bytes_per_turn":      "growth of sum(pg_total_relation_size) over every table of the bench database (threads, checkpoints, runs, run_events, attachments, schema_migrations: heap, TOAST, indexes, FSM/VM) during the fresh turns, divided by them; the tables are vacuumed once before the workload, as the store's connection warm-ups leave rolled-back rows and, when they contend, pages added at once; dead row versions of updated rows and of the replaced live event log count until autovacuum (left at the server's settings) makes their space reusable; sizes move in 8 KiB pages, so a short window is coarse and can even shrink when autovacuum truncates a table (file sizes change when pages are added, so no CHECKPOINT is needed)",
 		"row_bytes_per_turn":  "sum of pg_column_size of the fresh thread's live rows (thread, checkpoints, runs, run_events) divided by the turns: the data itself, without indexes, page overhead or dead versions",
@@ -347,7 +348,7 @@ func (b *peerBench) getState(ctx context.Context, threadID uuid.UUID, want int, 
 // snapshotMS times svc's Snapshot and Export of the thread and returns it
 // in ms. It returns Snapshot's error, or one when the path (and, when
 // wholeRepo, the repository) does not hold want messages.
-func (b *peerBench) snapshotMS(ctx context.Context, svc *thread.Service, threadID uuid.UUID, want int, wholeRepo bool) (float64, error) {
+func (b *peerBench) snapshotMS(ctx context.Context, svc *engine.Service, threadID uuid.UUID, want int, wholeRepo bool) (float64, error) {
 	t0 := time.Now()
 	snap, err := svc.Snapshot(ctx, peerCaller, threadID)
 	if err != nil {

@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// turnRun is one run's turn as its loop produces it: every record it logs
+// is folded into the assistant message too.
+type turnRun struct {
+	s    *Service
+	ar   *activeRun
+	w    *logWriter
+	tree *checkpoint.Tree // the thread as the run's snapshots show it
+	seq  int64
+	fold thread.Turn
+	// ids maps this step's call ids as the model named them to the ids
+	// logged (a provider may reuse an id of an earlier step); opened lists
+	// the logged ids in the order the calls opened.
+	ids    map[string]string
+	opened []string
+}
+
+// add logs rec as the next event and folds it in.
+func (t *turnRun) add(rec thread.Record) {
+	t.seq++
+	rec.Seq = t.seq
+	t.fold.Add(&rec)
+	t.w.Add(rec)
+}
+
+// snapshot logs an interim running snapshot of the turn so far.
+func (t *turnRun) snapshot() {
+	r := t.ar.run
+	t.w.setSnapshot(t.seq+1, &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: t.tree,
+		Running: runningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
+	t.add(thread.Record{Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
+}
+
+// onDelta logs one delta of a step.
+func (t *turnRun) onDelta(d step.Delta) error {
+	if err := t.ar.ctx.Err(); err != nil {
+		return err
+	}
+	switch d.Kind {
+	case step.Text:
+		if d.Text != "" {
+			t.add(thread.Record{Kind: thread.KindToken, Text: thread.Storable(d.Text)})
+		}
+	case step.Reasoning:
+		if d.Text != "" {
+			t.add(thread.Record{Kind: thread.KindReasoning, Text: thread.Storable(d.Text)})
+		}
+	case step.ToolCallArgs:
+		t.add(thread.Record{Kind: thread.KindToolCall, CallID: t.callID(d.ToolCallID), Name: thread.Storable(d.ToolName), Text: thread.Storable(d.ArgsText)})
+	case step.Data:
+		t.add(thread.Record{Kind: thread.KindData, Name: thread.Storable(d.Name), Data: thread.StorableJSON(d.Data)})
+	}
+	return nil
+}
+
+// callID returns the logged id of a call of this step, opening it when new.
+func (t *turnRun) callID(id string) string {
+	if got, ok := t.ids[id]; ok {
+		return got
+	}
+	logged := thread.Storable(id)
+	if logged == "" {
+		logged = "call"
+	}
+	for n := 2; t.fold.HasCall(logged); n++ {
+		logged = fmt.Sprintf("%s_%d", thread.Storable(id), n)
+	}
+	t.ids[id] = logged
+	t.opened = append(t.opened, logged)
+	return logged
+}
+
+// drive runs the model: one Stream call for a chat model; for a Stepper,
+// steps until one calls no tool, running each step's tool calls in
+// between, at most max steps (then the run ends with stop reason length
+// and the last step's calls answered as not run). A step that calls a
+// tool that waits for a person (see waits) ends the run with stop reason
+// tool-calls once its other calls are answered. A continuation first
+// logs its answers and runs the approved calls. Every call left without a
+// result when the run ends otherwise (an error, a cancel) is answered as
+// an error, so the turn shows no call running.
+func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg thread.RunConfig) (thread.ModelResult, error) {
+	ctx := t.ar.ctx
+	st, ok := m.(thread.Stepper)
+	if !ok {
+		return m.Stream(ctx, req, func(tok string) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			t.add(thread.Record{Kind: thread.KindToken, Text: thread.Storable(tok)})
+			return nil
+		})
+	}
+	sreq := stepRequest(req, s.runTools(cfg))
+	if s.cfg.Raw != nil {
+		runID := t.ar.run.ID
+		sreq.OnRaw = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, "provider", thread.JSONString(line)) }
+	}
+	base := sreq.Messages
+	maxSteps := cmp(cfg.MaxSteps, thread.DefaultMaxSteps)
+	var res thread.ModelResult
+	if ans := t.ar.answers; ans != nil {
+		if err := t.answer(ctx, cfg, ans); err != nil {
+			t.answerAll(unrunReason(ctx))
+			return res, err
+		}
+	}
+	for n := 1; ; n++ {
+		t.ids, t.opened = map[string]string{}, nil
+		sreq.Messages = t.messages(base)
+		sres, err := st.StreamStep(ctx, sreq, t.onDelta)
+		res = addStep(res, sres)
+		if err != nil {
+			t.answerAll(unrunReason(ctx))
+			return res, err
+		}
+		t.logUnstreamed(sres.ToolCalls)
+		if len(t.opened) == 0 {
+			return res, nil
+		}
+		if n >= maxSteps {
+			t.answerAll(fmt.Sprintf("not run: the run reached its limit of %d steps (run_config.max_steps)", maxSteps))
+			res.StopReason = step.StopLength
+			return res, nil
+		}
+		run, waiting := t.s.partition(cfg, t.stepCalls())
+		if len(run) > 0 {
+			if err := t.runCalls(ctx, cfg, run); err != nil {
+				t.answerAll(unrunReason(ctx))
+				return res, err
+			}
+		}
+		if waiting {
+			res.StopReason = step.StopToolCalls // requires action
+			return res, nil
+		}
+		t.snapshot()
+	}
+}
+
+func cmp(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func unrunReason(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "cancelled"
+	}
+	return "not run: the model call failed"
+}
+
+// addStep adds a step's usage to the run's result; the stop reason is the
+// last step's.
+func addStep(res thread.ModelResult, s step.Result) thread.ModelResult {
+	res.PromptTokens += s.PromptTokens
+	res.CompletionTokens += s.CompletionTokens
+	if s.Model != "" {
+		res.Model = s.Model
+	}
+	res.StopReason = step.StopDone
+	if s.StopReason == step.StopLength {
+		res.StopReason = step.StopLength
+	}
+	return res
+}
+
+// logUnstreamed logs the calls a step returned whole without streaming
+// them, as one piece each.
+func (t *turnRun) logUnstreamed(calls []step.ToolCall) {
+	for _, c := range calls {
+		if _, ok := t.ids[c.ID]; !ok {
+			t.add(thread.Record{Kind: thread.KindToolCall, CallID: t.callID(c.ID), Name: thread.Storable(c.Name), Text: thread.Storable(c.ArgsText)})
+		}
+	}
+}
+
+// answerAll answers every unanswered call of the turn as an error.
+func (t *turnRun) answerAll(reason string) {
+	msg, _ := json.Marshal(reason)
+	for _, id := range t.fold.Unanswered() {
+		t.add(thread.Record{Kind: thread.KindToolResult, CallID: id, Data: msg, IsError: true})
+	}
+}
+
+// messages is what a step sees: the conversation, then the turn so far.
+func (t *turnRun) messages(base []step.Message) []step.Message {
+	if t.fold.Empty() {
+		return base
+	}
+	turn := step.Message{Role: checkpoint.RoleAssistant, Parts: stepParts(t.fold.Content())}
+	return append(base[:len(base):len(base)], turn)
+}
+
+// pendingCall is a call of the step to run.
+type pendingCall struct {
+	id, name string
+	args     json.RawMessage
+	approved bool // a person approved it
+}
+
+// runCalls runs this step's calls, in parallel when there are several,
+// and logs each result as it comes. It returns ctx's error once every
+// call has returned when the run was cancelled meanwhile.
+func (t *turnRun) runCalls(ctx context.Context, cfg thread.RunConfig, calls []pendingCall) error {
+	type answer struct {
+		c   pendingCall
+		res tool.Result
+	}
+	answers := make(chan answer, len(calls))
+	for _, c := range calls[1:] {
+		go func() { answers <- answer{c, t.s.callTool(ctx, cfg, c)} }()
+	}
+	answers <- answer{calls[0], t.s.callTool(ctx, cfg, calls[0])}
+	for range calls {
+		a := <-answers
+		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.c.id, Data: thread.StorableJSON(a.res.Value), IsError: a.res.IsError})
+		t.raw(a.c, a.res)
+	}
+	return ctx.Err()
+}
+
+// stepCalls returns this step's calls with their arguments as logged.
+func (t *turnRun) stepCalls() []pendingCall {
+	out := make([]pendingCall, 0, len(t.opened))
+	for _, id := range t.opened {
+		p, _ := t.fold.Call(id)
+		out = append(out, pendingCall{id: id, name: p.ToolName, args: json.RawMessage(p.ArgsText)})
+	}
+	return out
+}
+
+// raw hands a tool call's input and output to the raw sink.
+func (t *turnRun) raw(c pendingCall, res tool.Result) {
+	sink := t.s.cfg.Raw
+	if sink == nil {
+		return
+	}
+	b, err := json.Marshal(struct {
+		ID      string          `json:"tool_call_id"`
+		Name    string          `json:"tool_name"`
+		Input   string          `json:"input"`
+		Output  json.RawMessage `json:"output"`
+		IsError bool            `json:"is_error"`
+	}{c.id, c.name, string(c.args), thread.OrNull(res.Value), res.IsError})
+	if err == nil {
+		sink.Append(t.ar.run.ID, t.seq, "tool", b)
+	}
+}
+
+// callTool runs one server tool call as the run allows it.
+func (s *Service) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+	if s.cfg.Tools == nil || !cfg.Allows(c.name) {
+		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
+	}
+	if !c.approved && s.needsApproval(c.name) {
+		return tool.ErrorResult(fmt.Sprintf("not run: %s needs a person's approval, which this service cannot ask for yet", c.name))
+	}
+	res, err := s.cfg.Tools.Call(ctx, c.name, c.args)
+	if err != nil && res.Value == nil {
+		return tool.ErrorResult("cancelled")
+	}
+	return res
+}
+
+// needsApproval reports whether the server tool name is marked approval.
+func (s *Service) needsApproval(name string) bool {
+	for _, sp := range s.cfg.Tools.Specs() {
+		if sp.Name == name {
+			return sp.Approval
+		}
+	}
+	return false
+}
+
+// runTools returns the specs of the tools a run may call: the server
+// tools it allows, then its client tools.
+func (s *Service) runTools(cfg thread.RunConfig) []tool.Spec {
+	var out []tool.Spec
+	if s.cfg.Tools != nil {
+		for _, sp := range s.cfg.Tools.Specs() {
+			if cfg.Allows(sp.Name) {
+				out = append(out, sp)
+			}
+		}
+	}
+	return append(out, cfg.ClientSpecs()...)
+}
+
+// partition splits a step's calls into those to run now and reports
+// whether any other waits for a person.
+func (s *Service) partition(cfg thread.RunConfig, calls []pendingCall) (run []pendingCall, waiting bool) {
+	for _, c := range calls {
+		if s.waits(cfg, c.name) {
+			waiting = true
+			continue
+		}
+		run = append(run, c)
+	}
+	return run, waiting
+}
+
+// stepRequest converts a chat request to a step request with tools.
+func stepRequest(req thread.ModelRequest, tools []tool.Spec) step.Request {
+	out := step.Request{Temperature: req.Temperature, Call: req.Call, Tools: tools, Messages: make([]step.Message, len(req.Messages))}
+	for i, m := range req.Messages {
+		out.Messages[i] = step.Message{Role: m.Role, Parts: stepParts(m.Parts), Attachments: m.Attachments}
+	}
+	return out
+}
+
+// stepParts converts message parts to what a model sees: text, image,
+// reasoning and tool calls with their results; data, source and file
+// parts are not for the model.
+func stepParts(parts []checkpoint.Part) []step.Part {
+	out := make([]step.Part, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case checkpoint.PartText, checkpoint.PartImage, checkpoint.PartReasoning:
+			out = append(out, step.Part{Type: p.Type, Text: p.Text, Image: p.Image})
+		case checkpoint.PartToolCall:
+			out = append(out, step.Part{Type: p.Type, Call: &step.ToolCall{ID: p.ToolCallID, Name: p.ToolName,
+				ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError}})
+		}
+	}
+	return out
+}
+
+// replyText is the text parts of content joined: what the title model
+// reads of a reply.
+func replyText(content []checkpoint.Part) string {
+	var b strings.Builder
+	for _, p := range content {
+		if p.Type == checkpoint.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// checkTools checks run_config.tools against the server's tools: every
+// server tool it names exists, and no client tool takes a server tool's
+// name. invalid_request names the entry.
+func (s *Service) checkTools(c thread.RunConfig) error {
+	if len(c.Tools) == 0 {
+		return nil
+	}
+	server := map[string]bool{}
+	if s.cfg.Tools != nil {
+		for _, sp := range s.cfg.Tools.Specs() {
+			server[sp.Name] = true
+		}
+	}
+	for i, t := range c.Tools {
+		switch {
+		case t.Client && server[t.Name]:
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: client tool %q has a server tool's name", i, t.Name)
+		case !t.Client && !server[t.Name]:
+			return errcode.New(errcode.Invalid, "run_config.tools[%d]: there is no server tool %q (GET /api/v1/tools lists them)", i, t.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// Human in the loop: a step that calls a client tool, or a server tool
+// marked approval, ends its run requires_action once the other calls of
+// the step are answered; the turn's message waits with status
+// requires-action. A continuation run (RunRequest.ToolResults, Approvals)
+// answers every waiting call and goes on with the turn: it appends an
+// assistant checkpoint under the waiting one holding the whole turn (see
+// checkpoint.TurnTip), and streams into the turn's message id.
+
+// waitingStatus is the status of a turn's message that waits for a person.
+var waitingStatus = checkpoint.Status{Type: "requires-action", Reason: "tool-calls"}
+
+// waitingTip returns the newest checkpoint of the turn the continuation
+// names, once every call it waits for is answered by the request as its
+// kind needs: a client tool by a result, an approval tool by an approval.
+// Errors: invalid_fork when the message does not wait; invalid_request
+// for a call left unanswered, answered the wrong way or not waiting.
+func (s *Service) waitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*checkpoint.Node, error) {
+	tip := tree.TurnTip(req.ParentID)
+	if tip == nil {
+		return nil, errcode.New(errcode.InvalidFork, "parent_message_id %s is not a message of this thread", req.ParentID)
+	}
+	if tip.Role != checkpoint.RoleAssistant || tip.Status == nil || *tip.Status != waitingStatus || len(tree.Children(tip.ID)) > 0 {
+		return nil, errcode.New(errcode.InvalidFork, "message %s does not wait for tool results or approvals", req.ParentID)
+	}
+	results, approvals := map[string]bool{}, map[string]bool{}
+	for _, a := range req.ToolResults {
+		results[a.CallID] = true
+	}
+	for _, a := range req.Approvals {
+		approvals[a.CallID] = true
+	}
+	waiting := 0
+	for _, p := range tip.Content {
+		if p.Type != checkpoint.PartToolCall || p.Result != nil {
+			continue
+		}
+		waiting++
+		approval := s.cfg.Tools != nil && s.needsApproval(p.ToolName)
+		switch {
+		case approval && !approvals[p.ToolCallID]:
+			return nil, errcode.New(errcode.Invalid, "tool call %s (%s) waits for an approval", p.ToolCallID, p.ToolName)
+		case !approval && !results[p.ToolCallID]:
+			return nil, errcode.New(errcode.Invalid, "tool call %s (%s) waits for a tool result", p.ToolCallID, p.ToolName)
+		}
+	}
+	if waiting != len(results)+len(approvals) {
+		return nil, errcode.New(errcode.Invalid, "tool_results and approvals must answer exactly the calls message %s waits for", req.ParentID)
+	}
+	return tip, nil
+}
+
+// inheritConfig gives a continuation without run_config the config of
+// the run that left the turn waiting.
+func (s *Service) inheritConfig(ctx context.Context, threadID uuid.UUID, tip *checkpoint.Node, cfg thread.RunConfig) (thread.RunConfig, error) {
+	if !reflect.ValueOf(cfg).IsZero() {
+		return cfg, nil
+	}
+	prev, err := s.store.RunGet(ctx, threadID, tip.RunID)
+	if err != nil {
+		return cfg, fmt.Errorf("the run of message %s: %w", tip.ID, err)
+	}
+	return prev.Config, nil
+}
+
+// isContinuation reports whether r continues a turn: its parent is the
+// turn's assistant checkpoint.
+func isContinuation(r *thread.Run, tree *checkpoint.Tree) bool {
+	p := tree.Get(r.ParentID)
+	return p != nil && p.Role == checkpoint.RoleAssistant
+}
+
+// checkpointOf is the id of the checkpoint r's reply becomes: its message
+// id, or for a continuation (whose message id is the turn's) the run's id.
+func checkpointOf(r *thread.Run, tree *checkpoint.Tree) uuid.UUID {
+	if isContinuation(r, tree) {
+		return r.ID
+	}
+	return r.MessageID
+}
+
+// seeded returns the fold r's records go into: empty, or for a
+// continuation the turn so far.
+func seeded(r *thread.Run, tree *checkpoint.Tree) thread.Turn {
+	if !isContinuation(r, tree) {
+		return thread.Turn{}
+	}
+	return thread.TurnFrom(tree.Get(r.ParentID).Content)
+}
+
+// answer logs a continuation's answers: client results as they are, a
+// rejected approval as an error, and runs the approved calls.
+func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *answers) error {
+	var approved []pendingCall
+	for _, a := range ans.results {
+		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.StorableJSON(a.Result), IsError: a.IsError})
+	}
+	for _, a := range ans.approvals {
+		p, _ := t.fold.Call(a.CallID)
+		if a.Approved {
+			approved = append(approved, pendingCall{id: a.CallID, name: p.ToolName, args: json.RawMessage(p.ArgsText), approved: true})
+			continue
+		}
+		msg := "rejected by a person"
+		if a.Reason != "" {
+			msg += ": " + thread.Storable(a.Reason)
+		}
+		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.JSONString([]byte(msg)), IsError: true})
+	}
+	if len(approved) == 0 {
+		return nil
+	}
+	return t.runCalls(ctx, cfg, approved)
+}
+
+// answers is what a continuation run answers before its first step.
+type answers struct {
+	results   []thread.ToolResult
+	approvals []thread.Approval
+}
+
+// waits reports whether a call of the step waits for a person: a client
+// tool, or a server tool marked approval.
+func (s *Service) waits(cfg thread.RunConfig, name string) bool {
+	return cfg.IsClient(name) || s.cfg.Tools != nil && cfg.Allows(name) && s.needsApproval(name)
+}

@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"github.com/threadline/threadline/thread/errcode"
+)
+
+// follower is one client's reading of one run: the durable log first, then
+// live events, and the log again after any gap in them.
+type follower struct {
+	s      *Service
+	ctx    context.Context
+	caller string
+	r      *thread.Run
+	fn     func(thread.Event, bool) error
+	last   int64            // the last sequence emitted
+	tree   *checkpoint.Tree // the tree of the last snapshot emitted
+	retry  time.Duration    // the wait before the next read while the database is away
+	wake   thread.Wake      // the run's wake-ups, once the database was away
+}
+
+// pause waits f.retry (longer each time) before the follower reads the log
+// again while the database is away, or less when a wake-up comes (the
+// notifier's reconnect wakes every waiter); it returns ctx's error if ctx
+// ends first, and ErrShuttingDown once the service has drained.
+func (f *follower) pause() error {
+	if f.wake == nil {
+		f.wake = f.s.wakeRun(f.r.ID)
+	}
+	t := time.NewTimer(f.retry)
+	defer t.Stop()
+	f.retry = min(2*f.retry, f.s.cfg.RetryMax)
+	select {
+	case <-f.ctx.Done():
+		return f.ctx.Err()
+	case <-f.s.drained:
+		return ErrShuttingDown
+	case <-t.C:
+	case <-f.wake.C():
+	}
+	return nil
+}
+
+// drain ends the follower once Shutdown has ended this process's runs: a
+// last read of the log delivers whatever ended meanwhile, up to the final
+// snapshot; a run that goes on in another process is left to the client,
+// which rejoins elsewhere after the last sequence it read
+// (ErrShuttingDown). Holding such a stream open would hold the shutdown.
+func (f *follower) drain() (bool, error) {
+	done, err := f.catchUp()
+	if err != nil || done {
+		return done, err
+	}
+	return false, ErrShuttingDown
+}
+
+func (f *follower) closeWake() {
+	if f.wake != nil {
+		f.wake.Close()
+	}
+}
+
+// unavailable reports whether err is the store's word for a database it
+// cannot reach (errcode.Unavailable).
+func unavailable(err error) bool {
+	e, ok := errcode.As(err)
+	return ok && e.Code == errcode.Unavailable
+}
+
+func (s *Service) follow(ctx context.Context, caller string, r *thread.Run, after int64, fn func(thread.Event, bool) error) error {
+	f := &follower{s: s, ctx: ctx, caller: caller, r: r, fn: fn, last: after, retry: s.cfg.RetryMin}
+	defer f.closeWake()
+	for {
+		var sub stream.Subscription[thread.Event]
+		if f.last == 0 {
+			sub = firstOf(r).claim()
+		}
+		poll := s.pollEvery()
+		if sub == nil {
+			// Subscribe before reading the log: whatever is published
+			// after the read is then in the subscription.
+			var rs *relay.RelaySub[thread.Event]
+			sub, rs = s.subscribe(r, caller)
+			done, err := f.catchUp()
+			if err != nil && unavailable(err) && ctx.Err() == nil {
+				// The database is away for a while: the stream waits for
+				// it rather than ending without its final snapshot.
+				sub.Close()
+				if err := f.pause(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil || done {
+				sub.Close()
+				return err
+			}
+			f.retry = s.cfg.RetryMin
+			if rs != nil {
+				// The run's reader in this process wakes on its commits and
+				// polls: this follower need not.
+				rs.Seed(f.last)
+				poll = 0
+			}
+		}
+		done, err := f.live(sub, poll)
+		sub.Close()
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// subscribe returns a live subscription to the run's events: the hub's
+// while this process runs the run (or without wake-ups), else that of the
+// run's reader in this process (then also returned as rs).
+func (s *Service) subscribe(r *thread.Run, caller string) (sub stream.Subscription[thread.Event], rs *relay.RelaySub[thread.Event]) {
+	if s.cfg.Wakeups != nil && s.local(r.ID) == nil {
+		if rs := s.relay.Subscribe(r.ID, s.relayRead(r, caller)); rs != nil {
+			return rs, rs
+		}
+	}
+	return s.hub.Subscribe(r.ID), nil
+}
+
+// emit passes ev on unless it was emitted already; it reports whether ev
+// is the run's final event.
+func (f *follower) emit(ev thread.Event, more bool) (bool, error) {
+	if ev.Sequence <= f.last {
+		return false, nil
+	}
+	f.last = ev.Sequence
+	final := ev.Final()
+	return final, f.fn(ev, more && !final)
+}
+
+// catchUp replays the log after last; it reports whether the run ended.
+// The store's log is read a page at a time (Limits.LogPageBytes) and
+// turned into events a chunk at a time, so a follower whose client reads
+// slowly holds about a page, whatever the log's length.
+func (f *follower) catchUp() (bool, error) {
+	for {
+		recs, src, more, err := f.s.loggedPage(f.ctx, f.r.ID, f.last)
+		if err != nil {
+			return false, err
+		}
+		if len(recs) == 0 && src != logStored {
+			return src == logEnded, nil
+		}
+		if len(recs) == 0 {
+			var ended bool
+			recs, ended, more, err = f.s.storedTail(f.ctx, f.r, f.last)
+			if err != nil || len(recs) == 0 {
+				return ended, err
+			}
+		}
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), eventChunk)]
+			recs = recs[len(chunk):]
+			evs, tree, err := f.s.events(f.ctx, f.caller, f.r, chunk, f.tree)
+			if err != nil {
+				return false, err
+			}
+			f.tree = tree
+			for i, ev := range evs {
+				done, err := f.emit(ev, i < len(evs)-1 || len(recs) > 0 || more)
+				if err != nil || done {
+					return done, err
+				}
+			}
+		}
+		if !more {
+			return false, nil
+		}
+	}
+}
+
+// eventChunk is how many records catchUp turns into events at once.
+const eventChunk = 256
+
+// live emits the subscription's events until the run's final one (done),
+// an error, or a reason to read the log again: a gap, a subscription that
+// closed (dropped for falling behind, or its run ended), or quiet for poll
+// (0: never).
+func (f *follower) live(sub stream.Subscription[thread.Event], poll time.Duration) (bool, error) {
+	// A batch only marks the stream active: stopping and resetting the
+	// timer on every token cost two timer-heap updates per token.
+	var idle <-chan time.Time
+	var t *time.Timer
+	if poll > 0 {
+		t = time.NewTimer(poll)
+		defer t.Stop()
+		idle = t.C
+	}
+	active := false
+	for {
+		select {
+		case <-f.ctx.Done():
+			return false, f.ctx.Err()
+		case <-f.s.drained:
+			return f.drain()
+		case batch, ok := <-sub.C():
+			if !ok {
+				return false, nil // lagged or ended: the log has the rest
+			}
+			active = true
+			done, gap, err := f.batch(sub, batch)
+			if err != nil || done || gap {
+				return done, err
+			}
+		case <-idle:
+			if !active {
+				// Quiet for a while: the run may be owned by another
+				// process or recovered; read the log.
+				return false, nil
+			}
+			active = false
+			t.Reset(poll)
+		}
+	}
+}
+
+// batch emits one published batch; gap says it does not follow on from
+// the last event emitted.
+func (f *follower) batch(sub stream.Subscription[thread.Event], batch []thread.Event) (done, gap bool, err error) {
+	for i, ev := range batch {
+		if ev.Sequence > f.last+1 {
+			return false, true, nil
+		}
+		done, err := f.emit(ev, i < len(batch)-1 || len(sub.C()) > 0)
+		if err != nil || done {
+			return done, false, err
+		}
+	}
+	return false, false, nil
+}
+
+// storedTail is what the store holds of the run after last when a read
+// found nothing there: either the run goes on (nothing, not ended), or it
+// ended at or after last (a rejoin after the final event, or an end that
+// committed since). The final event and the run's status commit together,
+// so it reads the status first and the log again, a page of it: more says
+// the store holds more after recs, and ended is then false. Errors are
+// the store's (not_found for a run that is gone).
+func (s *Service) storedTail(ctx context.Context, r *thread.Run, last int64) (recs []thread.Record, ended, more bool, err error) {
+	cur, err := s.store.RunGet(ctx, r.ThreadID, r.ID)
+	if err != nil || !cur.Status.Done() {
+		return nil, false, false, err
+	}
+	recs, more, err = s.store.RunEventsPage(ctx, r.ID, last, s.cfg.Limits.LogPageBytes)
+	return recs, err == nil && !more, more, err
+}
+
+// events rebuilds the stream events of records read from the run's log.
+// tree is the thread's tree as an earlier call returned it (nil: none
+// yet); the one the snapshots among recs need is returned. Errors are the
+// store's.
+func (s *Service) events(ctx context.Context, caller string, r *thread.Run, recs []thread.Record, tree *checkpoint.Tree) ([]thread.Event, *checkpoint.Tree, error) {
+	// fold is the running message before each record, from the first
+	// running snapshot (the first event, and one after each agent step)
+	// on: see foldBefore.
+	var fold *thread.Turn
+	evs := make([]thread.Event, 0, len(recs))
+	for i, rec := range recs {
+		var running []checkpoint.Part
+		if rec.Kind == thread.KindSnapshot {
+			var err error
+			if tree, err = s.treeAt(ctx, caller, r, tree, rec.TreeSeq); err != nil {
+				return nil, nil, err
+			}
+			if !rec.Status.Done() && fold == nil {
+				if fold, err = s.foldBefore(ctx, r, tree, recs, i); err != nil {
+					return nil, nil, err
+				}
+			}
+			if !rec.Status.Done() {
+				running = fold.Content()
+			}
+		}
+		evs = append(evs, s.event(r, rec, tree, running))
+		if fold != nil {
+			fold.Add(&recs[i])
+		}
+	}
+	return evs, tree, nil
+}
+
+// treeAt returns a tree of the run's thread that reaches sequence seq:
+// tree if it does, else the cached one, else the store's. The tree is
+// append-only, so one that reaches seq is exact (the caller was checked
+// before); only a miss costs a round trip.
+func (s *Service) treeAt(ctx context.Context, caller string, r *thread.Run, tree *checkpoint.Tree, seq int64) (*checkpoint.Tree, error) {
+	if tree != nil && tree.LastSeq() >= seq {
+		return tree, nil
+	}
+	cached := s.trees.peek(r.ThreadID)
+	if cached != nil && cached.LastSeq() >= seq {
+		return cached, nil
+	}
+	th, err := s.store.ThreadGet(ctx, caller, r.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	return s.tree(ctx, th)
+}
+
+// foldBefore returns the run's running message before recs[i]: the turn
+// it continues, if any, then its records from sequence 1.
+func (s *Service) foldBefore(ctx context.Context, r *thread.Run, tree *checkpoint.Tree, recs []thread.Record, i int) (*thread.Turn, error) {
+	fold := seeded(r, tree)
+	if recs[0].Seq > 1 {
+		prior, _, err := s.logged(ctx, r.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		for j := range prior[:min(int(recs[0].Seq-1), len(prior))] {
+			fold.Add(&prior[j])
+		}
+	}
+	for j := range recs[:i] {
+		fold.Add(&recs[j])
+	}
+	return &fold, nil
+}
+
+// event rebuilds a stream event from its log record.
+// running is the running message's content at a running snapshot.
+func (s *Service) event(r *thread.Run, rec thread.Record, tree *checkpoint.Tree, running []checkpoint.Part) thread.Event {
+	if rec.Kind != thread.KindSnapshot {
+		return thread.RecordEvent(r, &rec)
+	}
+	snap := &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
+	if !rec.Status.Done() {
+		snap.Running = runningNode(r, tree, running)
+	}
+	return thread.Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
+}
+
+// Follow calls fn with every event of the run after sequence after, first
+// from the durable log, then live, until the run's final snapshot or ctx
+// ends. It works for finished runs too. A subscriber that falls behind
+// catches up from the log. more tells fn that another event is ready at
+// once, so a writer can batch its flushes. not_found for unknown runs or
+// foreign threads.
+func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev thread.Event, more bool) error) error {
+	r, err := s.FindRun(ctx, caller, threadID, runID)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, caller, r, after, fn)
+}
+
+// FollowRun is Follow for a run the caller already holds (from StartRun or
+// GetRun), saving the look-ups.
+func (s *Service) FollowRun(ctx context.Context, caller string, r *thread.Run, after int64, fn func(ev thread.Event, more bool) error) error {
+	return s.follow(ctx, caller, r, after, fn)
+}

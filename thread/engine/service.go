@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/batch"
+	"github.com/threadline/threadline/thread/engine/internal/relay"
+)
+
+// Config tunes a Service. Zero values take the defaults in parentheses.
+type Config struct {
+	// Owner names this process in run leases (a random id).
+	Owner string
+	// Lease is how long a run stays owned without renewal (15s).
+	Lease time.Duration
+	// TreeCache is how many thread trees stay in memory (1024).
+	TreeCache int
+	// Now is the clock (time.Now), truncated to microseconds as Postgres stores it.
+	Now func() time.Time
+	// Logger receives run lifecycle logs (slog.Default).
+	Logger *slog.Logger
+	// OnPublish, when set, is told how long each published batch of tokens
+	// waited between the model producing its first token and its publication.
+	OnPublish func(oldest time.Duration, tokens int)
+	// OnRunEnd, when set, is told the final status of every run.
+	OnRunEnd func(status thread.RunStatus)
+	// TitleModel names the model that titles a thread after its first
+	// exchange ("": the first words of the first user message).
+	TitleModel string
+	// StartLinger is how long the model runs before anything of its run is
+	// written (2ms; negative: the start is written first). A run that ends
+	// within it is written whole, with one commit; a longer one commits its
+	// start when the linger ends, and its client's first event waits that
+	// long. Nothing is published before it is durable either way; the
+	// price is that a start the database refuses (another process changed
+	// the thread) has cost up to a linger of the model's time.
+	StartLinger time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts at a run's
+	// end write (50ms, 2s); the attempts stop after a lease.
+	RetryMin, RetryMax time.Duration
+	// Limits bound callers, threads and model calls (limits.go).
+	Limits Limits
+	// Tools, when set, are the server tools agent runs may call.
+	Tools thread.Tools
+	// Raw, when set, keeps what runs' providers and tools exchanged.
+	Raw thread.RawSink
+	// Wakeups, when set, brings other processes' writes here within
+	// milliseconds (see Watch); nil: followers poll (wake.go).
+	Wakeups thread.Wakeups
+	// RelayBuffer is how many batches a follower of another process's run
+	// may fall behind that run's reader in this process before it is
+	// dropped and reads the log itself (1024; relay.go).
+	RelayBuffer int
+}
+
+// Service is the thread and run API over a Store, a Hub and Models.
+type Service struct {
+	store   thread.Store
+	hub     thread.Hub
+	models  thread.Models
+	atts    thread.Attachments
+	cfg     Config
+	log     *slog.Logger
+	commits *committer
+	relay   *relay.Relay[thread.Event]
+	starts  *batch.Batcher[startReq]
+	ends    *batch.Batcher[thread.RunFinish]
+
+	// abandonCtx ends when Shutdown's grace does: title calls stop and
+	// failed end writes are no longer retried.
+	abandonCtx context.Context
+	abandonNow context.CancelFunc
+	// drained closes once Shutdown has ended every run of this process:
+	// followers still open then follow other processes' runs, and end.
+	drained   chan struct{}
+	drainOnce sync.Once
+
+	trees  *treeCache // the threads' checkpoint trees
+	active *registry  // the runs this process owns
+}
+
+// New returns a Service with its writers started. Call Run to start lease
+// renewal and recovery, and Shutdown to stop.
+func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.Attachments, cfg Config) *Service {
+	if cfg.Owner == "" {
+		cfg.Owner = uuid.NewString()
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Second
+	}
+	if cfg.TreeCache <= 0 {
+		cfg.TreeCache = 1024
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StartLinger == 0 {
+		cfg.StartLinger = 2 * time.Millisecond
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = 50 * time.Millisecond
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = max(2*time.Second, cfg.RetryMin)
+	}
+	if cfg.RelayBuffer <= 0 {
+		cfg.RelayBuffer = 1024
+	}
+	cfg.Limits.defaults()
+	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
+		trees: newTreeCache(cfg.TreeCache), active: newRegistry()}
+	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
+	s.drained = make(chan struct{})
+	s.commits = newCommitter(s)
+	s.relay = newRelay(s)
+	s.starts = newStarts(store)
+	s.ends = newEnds(store)
+	// Shutdown stops them once the runs have ended.
+	s.commits.Start()
+	s.starts.Start()
+	s.ends.Start()
+	s.relay.Start()
+	return s
+}
+
+// Models returns the model registry.
+func (s *Service) Models() thread.Models { return s.models }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
