@@ -3,7 +3,7 @@
 // the turn (its tool calls and their results), and the typed deltas the
 // reply streams as: text, reasoning, tool-call argument pieces, data.
 //
-// It imports nothing of the run engine, so that the engine (package thread)
+// It imports nothing of the run engine, so that the engine (thread/engine)
 // can declare the interface it calls with these types while package model,
 // which imports thread, implements it:
 //

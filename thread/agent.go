@@ -13,7 +13,7 @@ import (
 // Stepper is a model that takes one step of an agent run: it streams typed
 // deltas and sees the tools and the turn's earlier steps with their
 // results. It is model.Stepper's method; a resolved Model that implements
-// it runs as an agent (see Service.drive), any other streams text only.
+// it runs as an agent (see the engine's drive), any other streams text only.
 //
 // Errors are those of Model.Stream; onDelta is not called after it returns.
 type Stepper interface {
