@@ -2,7 +2,6 @@ package replicatest
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,60 +48,17 @@ func (r *replica) waitLog(s string, n int, d time.Duration) {
 	}
 }
 
-// A client honours a 503's Retry-After: right after Postgres came back, a
-// request may meet a pooled connection that died with it. These helpers
-// send a request again while it answers 503, for at most faultBound.
+// Once Postgres is back, requests are served at once: none meets a pooled
+// connection that died with the server (the store checks each one it hands
+// out), so the requests below are sent once, and a 503 fails the test. Only
+// requests sent while Postgres is down or starting (tryCancel, and the
+// starts of startsAroundOutage) may meet a 503.
 
-// callRetried is call, again while the answer is 503.
-func callRetried(t *testing.T, method, url, body string) (int, string) {
+// rejoin follows run runID on r after sequence after (the stream bounded by
+// faultBound); it fails the test unless the answer is 200.
+func rejoin(t *testing.T, r *replica, tid, runID string, after int64) *stream {
 	t.Helper()
-	deadline := time.Now().Add(faultBound)
-	for {
-		code, b := call(t, method, url, body)
-		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			return code, b
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// openRetried opens the stream req makes, again while the answer is 503.
-func openRetried(t *testing.T, req func() *http.Request) (*stream, int, string) {
-	t.Helper()
-	deadline := time.Now().Add(faultBound)
-	for {
-		s, code, msg := openStream(t, req())
-		if s != nil || code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			return s, code, msg
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// rejoinRetried is followWithin (bounded by faultBound), again while the
-// answer is 503.
-func rejoinRetried(t *testing.T, r *replica, tid, runID string, after int64) *stream {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), faultBound)
-	t.Cleanup(cancel)
-	s, code, msg := openRetried(t, func() *http.Request {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url(fmt.Sprintf("/threads/%s/runs/%s/stream?after=%d", tid, runID, after)), nil)
-		return req
-	})
-	if s == nil {
-		t.Fatalf("rejoin of %s on %s after %d: %d %s, want 200", runID, r.name, after, code, msg)
-	}
-	return s
-}
-
-// runRetried is tryRun, again while the answer is 503.
-func runRetried(t *testing.T, r *replica, tid, body string) (*stream, int, string) {
-	t.Helper()
-	return openRetried(t, func() *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, r.url("/threads/"+tid+"/runs/stream"), strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		return req
-	})
+	return followWithin(t, r, tid, runID, after, faultBound)
 }
 
 // faultRun is one run under a fault: the client that started it on its
@@ -179,7 +135,7 @@ func (f *faultRun) check(t *testing.T, want string) event {
 			continue // exited
 		default:
 		}
-		replay := rejoinRetried(t, r, f.tid, f.runID, 1).rest()
+		replay := rejoin(t, r, f.tid, f.runID, 1).rest()
 		sameEvents(t, "replay on "+r.name+" of "+f.runID, f.liveEvs[1:], replay)
 	}
 	t.Logf("%q: %d events, a %d-byte reply, ended %s; its follower on %s and the replays: identical", f.text, len(f.liveEvs), len(tokens(f.liveEvs)), final.RunStatus, f.other.name)
@@ -191,19 +147,19 @@ func (f *faultRun) check(t *testing.T, want string) event {
 // events) and keeps the earlier messages. It returns its final event.
 func (f *faultRun) takesNewRun(t *testing.T, r *replica, final event) event {
 	t.Helper()
-	code, body := callRetried(t, http.MethodGet, r.url("/threads/"+f.tid+"/messages"), "")
+	code, body := call(t, http.MethodGet, r.url("/threads/"+f.tid+"/messages"), "")
 	if code != 200 || !strings.Contains(body, `"active_run":null`) || !strings.Contains(body, f.msgID) {
 		t.Fatalf("thread %s on %s after the run: %d %s, want no active run and message %s", f.tid, r.name, code, body, f.msgID)
 	}
 	last := final.Messages[len(final.Messages)-1].ID
-	s, code, msg := runRetried(t, r, f.tid, fmt.Sprintf(`{"message":{"content":"and after"},"parent_message_id":%q,"run_config":{"model":"builtin"}}`, last))
+	s, code, msg := tryRun(t, r, f.tid, fmt.Sprintf(`{"message":{"content":"and after"},"parent_message_id":%q,"run_config":{"model":"builtin"}}`, last))
 	if s == nil {
 		t.Fatalf("new run on thread %s on %s: %d %s, want 200", f.tid, r.name, code, msg)
 	}
 	// Its first events show it runs; a cancel then ends it early (the
 	// models of these tests are slow).
 	evs := s.readN(3)
-	if code, body := callRetried(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+evs[0].RunID+"/cancel"), ""); code != http.StatusAccepted {
+	if code, body := call(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+evs[0].RunID+"/cancel"), ""); code != http.StatusAccepted {
 		t.Fatalf("cancel of the new run on %s: %d %s, want 202", r.name, code, body)
 	}
 	evs = s.rest()
@@ -403,16 +359,18 @@ func readAll(s *stream) (evs *[]event, done chan struct{}) {
 	return evs, done
 }
 
-// cancelRun asks r to cancel f's run, again while it answers 503 (the
-// database is not back yet), for at most faultBound.
+// cancelRun asks r to cancel f's run; it fails the test unless the answer
+// is 202.
 func cancelRun(t *testing.T, r *replica, f *faultRun) {
 	t.Helper()
-	if err := tryCancel(r, f); err != nil {
-		t.Fatal(err)
+	if code, body := call(t, http.MethodPost, r.url("/threads/"+f.tid+"/runs/"+f.runID+"/cancel"), ""); code != http.StatusAccepted {
+		t.Fatalf("cancel of %s on %s: %d %s, want 202", f.runID, r.name, code, body)
 	}
 }
 
-// tryCancel is cancelRun for any goroutine: it returns what went wrong.
+// tryCancel asks r to cancel f's run while Postgres may be down or
+// starting: again while it answers 503, for at most faultBound. It may run
+// on any goroutine, and returns what went wrong.
 func tryCancel(r *replica, f *faultRun) error {
 	deadline := time.Now().Add(faultBound)
 	for {
@@ -479,10 +437,10 @@ func TestSIGTERMWithStreams(t *testing.T) {
 	}
 	var rest []event
 	if last := seen[len(seen)-1]; last.RunStatus == "" || last.RunStatus == "running" {
-		rejoin := rejoinRetried(t, other, foreign.tid, foreign.runID, last.Sequence)
-		rejoin.readN(1)
+		again := rejoin(t, other, foreign.tid, foreign.runID, last.Sequence)
+		again.readN(1)
 		cancelRun(t, other, foreign)
-		rest = rejoin.rest()
+		rest = again.rest()
 	} else {
 		t.Logf("the follower on the draining replica got the whole run (%s)", last.RunStatus)
 	}
@@ -560,8 +518,7 @@ func TestNotifierAfterPostgresRestart(t *testing.T) {
 
 // rejoinLive is what a client does when its stream ended without a final
 // snapshot (its process went away): it rejoins on r after the last
-// sequence it read (again while r answers 503) and reads the rest,
-// appended to liveEvs.
+// sequence it read and reads the rest, appended to liveEvs.
 func (f *faultRun) rejoinLive(t *testing.T, r *replica) {
 	t.Helper()
 	waitFor(t, f.liveDone, "run "+f.runID+": the live stream")
@@ -572,7 +529,7 @@ func (f *faultRun) rejoinLive(t *testing.T, r *replica) {
 		return
 	}
 	after := f.liveEvs[len(f.liveEvs)-1].Sequence
-	f.liveEvs = append(f.liveEvs, rejoinRetried(t, r, f.tid, f.runID, after).rest()...)
+	f.liveEvs = append(f.liveEvs, rejoin(t, r, f.tid, f.runID, after).rest()...)
 }
 
 // TestOwnerGoneDuringOutage ends a replica with streaming runs while
@@ -655,7 +612,7 @@ func (o *outageStart) send(t *testing.T, r *replica) {
 // events) or refused (503), nothing else.
 // Once Postgres is back every acknowledged run has ended with its final
 // snapshot holding its user message, and every refused start, sent again
-// with the same message id to the other replica, gives one run: the thread
+// (once) with the same message id to the other replica, gives one run: the thread
 // then holds that message exactly once (a start that committed although
 // its answer was lost is returned, not doubled).
 func TestStartsDuringOutage(t *testing.T) {
@@ -726,19 +683,11 @@ func startsAroundOutage(t *testing.T, crash bool) {
 	if len(refused) == 0 || counts[http.StatusOK] == 0 {
 		t.Fatalf("starts: %v, want both acknowledged and refused ones (the outage missed them)", counts)
 	}
-	// Each refused start is sent again to the other replica (again while
-	// it answers 503, as Retry-After asks).
+	// Each refused start is sent again, once, to the other replica:
+	// Postgres is back, so it is served.
 	for _, o := range refused {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for deadline := time.Now().Add(faultBound); ; time.Sleep(50 * time.Millisecond) {
-				o.send(t, rs[(slicesIndex(rs, o.r)+1)%2])
-				if o.code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-					return
-				}
-			}
-		}()
+		go func() { defer wg.Done(); o.send(t, rs[(slicesIndex(rs, o.r)+1)%2]) }()
 	}
 	wg.Wait()
 	for i, o := range refused {
@@ -767,8 +716,8 @@ func (o *outageStart) check(t *testing.T, who string, r *replica) {
 	if len(final.Messages) != 2 || final.Messages[0].ID != o.msgID {
 		t.Fatalf("%s: acknowledged user message %s lost: final snapshot %s", who, o.msgID, final.raw)
 	}
-	sameEvents(t, who+": replay on "+r.name, o.evs[1:], rejoinRetried(t, r, o.tid, o.evs[0].RunID, 1).rest())
-	code, body := callRetried(t, http.MethodGet, r.url("/threads/"+o.tid+"/messages"), "")
+	sameEvents(t, who+": replay on "+r.name, o.evs[1:], rejoin(t, r, o.tid, o.evs[0].RunID, 1).rest())
+	code, body := call(t, http.MethodGet, r.url("/threads/"+o.tid+"/messages"), "")
 	var snap struct {
 		Repo struct {
 			Messages []struct {
