@@ -184,11 +184,23 @@ func (c *GroupCommit[R, K]) queue(w *LogWriter[R, K], kick bool) {
 	}
 }
 
+// growDoubleFrom is the log length from which Add doubles a writer's
+// array instead of letting append grow it.
+const growDoubleFrom = 256
+
 // Add queues a record; it never blocks on the database.
 func (w *LogWriter[R, K]) Add(rec R) {
 	w.mu.Lock()
 	if len(w.all) == w.taken {
 		w.since = time.Now()
+	}
+	if n := cap(w.all); len(w.all) == n && n >= growDoubleFrom {
+		// A long run's log: double it rather than let append grow it by a
+		// quarter, which copies and clears the whole log several times
+		// more. Views of the old array stay valid: records never change.
+		grown := make([]R, len(w.all), 2*n)
+		copy(grown, w.all)
+		w.all = grown
 	}
 	w.all = append(w.all, rec)
 	queue := !w.inflight && !w.lost && w.start == StartCommitted
