@@ -465,12 +465,12 @@ var sqlLogNotify = hot(`SELECT pg_notify('` + chanRun + `', p) FROM unnest($1::t
 // sent in the append's implicit transaction: one round trip, delivered on
 // commit. lost gets the append's answer (a refused append wakes for
 // nothing, which costs a read).
-func (s *Store) appendNotify(ctx context.Context, data []byte, ids []uuid.UUID, claims []int64, segs []thread.Segment, lost *[]uuid.UUID) error {
+func (s *Store) appendNotify(ctx context.Context, data []byte, ids []uuid.UUID, claims []int64, seen []*int64, segs []thread.Segment, lost *[]uuid.UUID, gen *int64) error {
 	b := &pgx.Batch{}
-	b.Queue(sqlLogAppend, data, ids, claims)
+	b.Queue(sqlLogAppend, data, ids, claims, seen)
 	b.Queue(sqlLogNotify, runPayloads(segs))
 	br := s.logPool.SendBatch(ctx, b)
-	if err := br.QueryRow().Scan(lost); err != nil {
+	if err := br.QueryRow().Scan(lost, gen); err != nil {
 		_ = br.Close()
 		return err
 	}

@@ -30,7 +30,7 @@ var (
 	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
-	sqlLogAppend    = hot(`SELECT threadline_log_append($1, $2, $3)`)
+	sqlLogAppend    = hot(`SELECT lost, gen FROM threadline_log_append($1, $2, $3, $4)`)
 	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
 )
 
@@ -257,7 +257,11 @@ func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	if err := queueFinish(b, in, s.clock()); err != nil {
 		return err
 	}
-	return s.sendBatch(ctx, b, "finish run")
+	err := s.sendBatch(ctx, b, "finish run")
+	if err == nil {
+		s.fence.forget(in.Run.ID)
+	}
+	return err
 }
 
 // RunFinishAll ends several runs in one batch and one implicit
@@ -270,7 +274,13 @@ func (s *Store) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error 
 			return err
 		}
 	}
-	return s.sendBatch(ctx, b, "finish runs")
+	err := s.sendBatch(ctx, b, "finish runs")
+	if err == nil {
+		for _, in := range ins {
+			s.fence.forget(in.Run.ID)
+		}
+	}
+	return err
 }
 
 // queueFinish queues RunFinish's statements: the guard, the assistant

@@ -23,8 +23,9 @@ import (
 // RunEventsAppend writes one segment per run, all in one run_log row and
 // one commit: the group commit of every running run. The row is written
 // only if every run is still running under its segment's claim
-// (threadline_log_append, migration 0009); else a *thread.ClaimLostError
-// names the runs that are not.
+// (threadline_log_append, migrations 0009 and 0013: Postgres checks again
+// only the runs whose claim may have changed since this process last
+// checked it); else a *thread.ClaimLostError names the runs that are not.
 func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
 	data, err := encodeLog(segs)
 	if err != nil || data == nil {
@@ -36,18 +37,22 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 			ids, claims = append(ids, sg.RunID), append(claims, sg.Claim)
 		}
 	}
+	seen := s.fence.counts(ids)
 	var lost []uuid.UUID
+	var gen int64
 	if s.peers.Load() {
-		err = s.appendNotify(ctx, data, ids, claims, segs, &lost)
+		err = s.appendNotify(ctx, data, ids, claims, seen, segs, &lost, &gen)
 	} else {
-		err = s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims).Scan(&lost)
+		err = s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims, seen).Scan(&lost, &gen)
 	}
 	if err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
 	if len(lost) > 0 {
+		s.fence.forget(lost...)
 		return &thread.ClaimLostError{Runs: lost}
 	}
+	s.fence.checked(ids, gen)
 	return nil
 }
 

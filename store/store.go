@@ -40,6 +40,9 @@ type Store struct {
 	rawMax int64
 	// hints speed up reading running runs' logs again (runlog.go).
 	hints logHints
+	// fence spares the group commit's claim check of runs checked since
+	// the last claim taken anywhere (fence.go).
+	fence runFence
 }
 
 // logSpillAfter is Store.spillAfter's value: runs shorter than this are

@@ -54,7 +54,7 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}, []*int64{nil}); err != nil {
 		return fmt.Errorf("warm: append events: %w", err)
 	}
 	b = &pgx.Batch{}
@@ -91,7 +91,7 @@ func warmLog(ctx context.Context, conn *pgx.Conn) error {
 	}
 	// No such run: the claim check refuses it, and the statement is
 	// planned and its function compiled all the same.
-	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}, []*int64{nil}); err != nil {
 		return fmt.Errorf("warm log: append events: %w", err)
 	}
 	return nil
