@@ -460,23 +460,3 @@ func runPayloads(segs []thread.Segment) []string {
 // sqlLogNotify wakes the other processes' followers of the runs in a group
 // commit (see Store.peers).
 var sqlLogNotify = hot(`SELECT pg_notify('` + chanRun + `', p) FROM unnest($1::text[]) p`)
-
-// appendNotify is RunEventsAppend's append with the wake-ups of its runs,
-// sent in the append's implicit transaction: one round trip, delivered on
-// commit. lost gets the append's answer (a refused append wakes for
-// nothing, which costs a read).
-func (s *Store) appendNotify(ctx context.Context, data []byte, ids []uuid.UUID, claims []int64, seen []*int64, segs []thread.Segment, lost *[]uuid.UUID, gen *int64) error {
-	b := &pgx.Batch{}
-	b.Queue(sqlLogAppend, data, ids, claims, seen)
-	b.Queue(sqlLogNotify, runPayloads(segs))
-	br := s.logPool.SendBatch(ctx, b)
-	if err := br.QueryRow().Scan(lost, gen); err != nil {
-		_ = br.Close()
-		return err
-	}
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return err
-	}
-	return br.Close()
-}

@@ -30,7 +30,6 @@ var (
 	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
 		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
-	sqlLogAppend    = hot(`SELECT lost, gen FROM threadline_log_append($1, $2, $3, $4)`)
 	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
 )
 
@@ -406,7 +405,7 @@ func (s *Store) RunRequestCancel(ctx context.Context, runID uuid.UUID) error {
 // RunClaimExpired takes over runs whose lease ended; see thread.Store.
 // Each claim takes a new epoch, and, when it took any run, advisory lock
 // (21580, 1) exclusively before it commits: every log append of an old
-// claim (threadline_log_append, which holds that lock shared) has then
+// claim (sqlLogLock, held by the group commit's append) has then
 // either committed, and is in the log the claimer reads next, or will
 // find its claim gone.
 func (s *Store) RunClaimExpired(ctx context.Context, owner string, now, until time.Time, limit int) ([]*thread.Run, error) {

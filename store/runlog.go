@@ -22,10 +22,10 @@ import (
 
 // RunEventsAppend writes one segment per run, all in one run_log row and
 // one commit: the group commit of every running run. The row is written
-// only if every run is still running under its segment's claim
-// (threadline_log_append, migrations 0009 and 0013: Postgres checks again
-// only the runs whose claim may have changed since this process last
-// checked it); else a *thread.ClaimLostError names the runs that are not.
+// only if every run is still running under its segment's claim (see
+// sqlLogAppend: Postgres checks again only the runs whose claim may have
+// changed since this process last checked it); else a
+// *thread.ClaimLostError names the runs that are not.
 func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) error {
 	data, err := encodeLog(segs)
 	if err != nil || data == nil {
@@ -37,15 +37,16 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 			ids, claims = append(ids, sg.RunID), append(claims, sg.Claim)
 		}
 	}
-	seen := s.fence.counts(ids)
+	b := &pgx.Batch{}
+	b.Queue(sqlLogLock)
+	b.Queue(sqlLogAppend, data, ids, claims, s.fence.counts(ids))
+	if s.peers.Load() {
+		// The other processes' followers wake on commit.
+		b.Queue(sqlLogNotify, runPayloads(segs))
+	}
 	var lost []uuid.UUID
 	var gen int64
-	if s.peers.Load() {
-		err = s.appendNotify(ctx, data, ids, claims, seen, segs, &lost, &gen)
-	} else {
-		err = s.logPool.QueryRow(ctx, sqlLogAppend, data, ids, claims, seen).Scan(&lost, &gen)
-	}
-	if err != nil {
+	if err := readLogBatch(s.logPool.SendBatch(ctx, b), b.Len(), &lost, &gen); err != nil {
 		return fmt.Errorf("append run events: %w", interpretError(err))
 	}
 	if len(lost) > 0 {
@@ -54,6 +55,49 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 	}
 	s.fence.checked(ids, gen)
 	return nil
+}
+
+// The group commit's append is a batch of two statements (three with
+// wake-ups) in one implicit transaction and one round trip. sqlLogLock
+// takes advisory lock (21580, 1) shared until the commit; a claim
+// (RunClaimExpired) takes it exclusively before it commits, so every
+// append either commits before the claim, and is in the log the claimer
+// reads next, or is checked after it: sqlLogAppend is a statement of its
+// own, whose snapshot is taken once the lock is held. It reads run_fence
+// (migration 0013: the count of claims taken and running runs deleted),
+// looks up only the runs whose count at their last check here ($4, NULL:
+// never) differs (the cheap test comes first, and the lookup is a
+// subquery by primary key, so the planner neither hashes every running
+// run nor looks up the others), appends $1 as one run_log row if no run
+// is lost, and returns the lost runs (NULL: none) and the count.
+var (
+	sqlLogLock   = hot(`SELECT pg_advisory_xact_lock_shared(21580, 1)`)
+	sqlLogAppend = hot(`WITH lost AS (
+		SELECT array_agg(c.id) AS ids FROM unnest($2::uuid[], $3::bigint[], $4::bigint[]) AS c(id, claim, seen)
+		WHERE c.seen IS DISTINCT FROM (SELECT gen FROM run_fence)
+		  AND (SELECT CASE WHEN r.status = 'running' THEN r.claim END FROM runs r WHERE r.id = c.id) IS DISTINCT FROM c.claim),
+	ins AS (INSERT INTO run_log (data) SELECT $1::bytea FROM lost WHERE lost.ids IS NULL)
+	SELECT lost.ids, (SELECT gen FROM run_fence) FROM lost`)
+)
+
+// readLogBatch reads the answers of a log append's batch of n statements
+// (the lock, the append, any wake-ups) and closes it.
+func readLogBatch(br pgx.BatchResults, n int, lost *[]uuid.UUID, gen *int64) error {
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return err
+	}
+	if err := br.QueryRow().Scan(lost, gen); err != nil {
+		_ = br.Close()
+		return err
+	}
+	for range n - 2 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return err
+		}
+	}
+	return br.Close()
 }
 
 // RunEventsAfter returns the logged records after a sequence, restoring the

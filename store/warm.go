@@ -54,6 +54,9 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
+	if _, err := tx.Exec(ctx, sqlLogLock); err != nil {
+		return fmt.Errorf("warm: lock the log: %w", err)
+	}
 	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}, []*int64{nil}); err != nil {
 		return fmt.Errorf("warm: append events: %w", err)
 	}
@@ -91,6 +94,9 @@ func warmLog(ctx context.Context, conn *pgx.Conn) error {
 	}
 	// No such run: the claim check refuses it, and the statement is
 	// planned and its function compiled all the same.
+	if _, err := tx.Exec(ctx, sqlLogLock); err != nil {
+		return fmt.Errorf("warm: lock the log: %w", err)
+	}
 	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}, []*int64{nil}); err != nil {
 		return fmt.Errorf("warm log: append events: %w", err)
 	}

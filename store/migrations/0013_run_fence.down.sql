@@ -1,4 +1,3 @@
-DROP FUNCTION threadline_log_append(bytea, uuid[], bigint[], bigint[]);
 DROP TRIGGER runs_fence_gone ON runs;
 DROP TRIGGER runs_fence_claim ON runs;
 DROP FUNCTION threadline_fence_move();

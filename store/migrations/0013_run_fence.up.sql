@@ -27,24 +27,7 @@ CREATE TRIGGER runs_fence_gone AFTER DELETE ON runs
     FOR EACH ROW WHEN (OLD.status = 'running')
     EXECUTE FUNCTION threadline_fence_move();
 
--- threadline_log_append with p_seen: for each run of p_runs the count its
--- claim was last checked at (NULL: never). Under the same lock as the
--- three-argument version (which stays for processes of the earlier
--- version), it reads the count once it holds the lock and checks only the
--- runs whose p_seen differs; it appends p_data if none is lost, and
--- returns the lost runs (NULL: none) and the count, which every run of an
--- accepted append was checked at.
-CREATE FUNCTION threadline_log_append(p_data bytea, p_runs uuid[], p_claims bigint[], p_seen bigint[],
-    OUT lost uuid[], OUT gen bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared(21580, 1);
-    SELECT f.gen INTO gen FROM run_fence f;
-    SELECT array_agg(c.id) INTO lost FROM unnest(p_runs, p_claims, p_seen) AS c(id, claim, seen)
-    WHERE c.seen IS DISTINCT FROM gen
-      AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = c.id AND r.claim = c.claim AND r.status = 'running');
-    IF lost IS NULL THEN
-        INSERT INTO run_log (data) VALUES (p_data);
-    END IF;
-END;
-$$;
+-- The group commit reads the count under the log lock and looks up only
+-- the runs whose last check saw another (store.sqlLogAppend);
+-- threadline_log_append (migration 0009) stays for processes of the
+-- earlier version.
