@@ -19,6 +19,7 @@ import (
 // The statements of a turn, prepared on every new connection (see hot).
 var (
 	sqlRunOpen     = hot(`SELECT threadline_run_open($1, $2, $3, $4, $5)`)
+	sqlRunBegin    = hot(`SELECT threadline_run_begin($1, $2, $3)`)
 	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4, $5)`)
 	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
 	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
@@ -114,6 +115,24 @@ func (s *Store) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts
 // creation when the run creates it. An id that exists by then is left as
 // it is, and threadline_run_open checks it (another caller's: not_found).
 func queueOpen(b *pgx.Batch, in thread.RunCreate) {
+	want, message, parent := openArgs(b, in)
+	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
+}
+
+// queueBegin is queueOpen for a run written whole (RunComplete): the
+// batch's own inserts then check what threadline_run_open checks first (a
+// new user message id, a parent in the thread), with the same errors, in
+// the same transaction, so only threadline_run_begin (the thread's lock,
+// its caller, its last checkpoint, no run in progress) goes before them.
+func queueBegin(b *pgx.Batch, in thread.RunCreate) {
+	want, _, _ := openArgs(b, in)
+	b.Queue(sqlRunBegin, in.Thread, in.Caller, want)
+}
+
+// openArgs queues the thread's creation when the run creates it, and
+// returns the thread's last checkpoint the run expects, its new user
+// message's id (nil for none) and the parent the run appends under.
+func openArgs(b *pgx.Batch, in thread.RunCreate) (want int64, message *uuid.UUID, parent uuid.UUID) {
 	if t := in.Create; t != nil {
 		md := t.Metadata
 		if len(md) == 0 {
@@ -121,13 +140,12 @@ func queueOpen(b *pgx.Batch, in thread.RunCreate) {
 		}
 		b.Queue(sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt)
 	}
-	want, parent := in.Run.TreeSeq, in.Run.ParentID
-	var message *uuid.UUID
+	want, parent = in.Run.TreeSeq, in.Run.ParentID
 	if in.User != nil {
 		want--
 		message, parent = &in.User.ID, in.User.ParentID
 	}
-	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
+	return want, message, parent
 }
 
 // queueStart queues a run's start: the user message, the running run, the
@@ -169,7 +187,7 @@ func queueComplete(b *pgx.Batch, in thread.RunCreate, fin thread.RunFinish, now 
 		return err
 	}
 	r := fin.Run
-	queueOpen(b, in)
+	queueBegin(b, in)
 	if in.User != nil {
 		if err := queueCheckpoint(b, in.User); err != nil {
 			return err

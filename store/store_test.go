@@ -953,9 +953,10 @@ func BenchmarkFirstTurn(b *testing.B) {
 }
 
 // TestRunWriteGuards: RunCreate and RunComplete check, under the thread's
-// lock, what a run's writes need (threadline_run_open): a reused message id
-// and a parent outside the thread are refused before anything is written;
-// RunComplete writes a run in its final state.
+// lock, what a run's writes need (threadline_run_open; for RunComplete its
+// own inserts, with the same errors): a reused message id and a parent
+// outside the thread, also for a regenerate, are refused and nothing is
+// written; RunComplete writes a run in its final state.
 func TestRunWriteGuards(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
@@ -987,6 +988,19 @@ func TestRunWriteGuards(t *testing.T) {
 		if err := s.RunComplete(ctx, c.in, fin); errcode.Of(err) != c.want {
 			t.Errorf("%s: RunComplete: got %v, want %s", c.name, err, c.want)
 		}
+	}
+	// A regenerate (no user message) under a parent outside the thread:
+	// RunComplete's reply insert refuses it as the guard would.
+	regen := in(uuid.New(), uuid.New())
+	regen.User, regen.Run.UserMessageID, regen.Run.TreeSeq = nil, uuid.Nil, 2
+	regenFin := thread.RunFinish{Run: &regen.Run, Status: thread.RunSucceeded, Model: "builtin",
+		Assistant: checkpoint.Node{ID: regen.Run.MessageID, ThreadID: th.ID, ParentID: regen.Run.ParentID, Seq: 3, Role: checkpoint.RoleAssistant, Content: text(""), CreatedAt: now},
+		Records:   []thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 3}}}
+	if err := s.RunComplete(ctx, regen, regenFin); errcode.Of(err) != errcode.InvalidFork {
+		t.Errorf("regenerate under a parent elsewhere: RunComplete: got %v, want %s", err, errcode.InvalidFork)
+	}
+	if got, err := s.ThreadGet(ctx, th.Caller, th.ID); err != nil || got.LastSeq != 2 {
+		t.Fatalf("thread after the refused writes: got %+v (%v), want last_seq 2 (nothing written)", got, err)
 	}
 	ok := in(uuid.New(), nodes[1].ID)
 	r := ok.Run
