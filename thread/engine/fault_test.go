@@ -285,12 +285,7 @@ func TestFailedEndIsRetried(t *testing.T) {
 	fs := newFaultStore(t)
 	m := newStepper()
 	svc := faultSetup(t, fs, m, engine.Config{})
-	tid := uuid.New()
-	ctx := context.Background()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid, r := startOn(t, svc)
 	evs, done := live(svc, r)
 	next(t, evs)
 	m.toks <- "kept"
@@ -318,12 +313,8 @@ func TestUnwritableEndIsReleased(t *testing.T) {
 	m := newStepper()
 	const lease = time.Second
 	svc := faultSetup(t, fs, m, engine.Config{Lease: lease})
-	tid := uuid.New()
 	ctx := context.Background()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid, r := startOn(t, svc)
 	evs, done := live(svc, r)
 	next(t, evs)
 	m.toks <- "streamed"
@@ -374,12 +365,8 @@ func TestCancelWaitsForPendingEnd(t *testing.T) {
 	fs := newFaultStore(t)
 	m := newStepper()
 	svc := faultSetup(t, fs, m, engine.Config{})
-	tid := uuid.New()
 	ctx := context.Background()
-	r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid, r := startOn(t, svc)
 	evs, done := live(svc, r)
 	next(t, evs)
 	fs.failEnds.Store(-1)
@@ -435,12 +422,8 @@ func TestFencedOwnerStops(t *testing.T) {
 			fs := newFaultStore(t)
 			m := newStepper()
 			svc := faultSetup(t, fs, m, engine.Config{})
-			tid := uuid.New()
 			ctx := context.Background()
-			r, _, err := svc.StartRun(ctx, "local", tid, thread.RunRequest{Message: msg("q")})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tid, r := startOn(t, svc)
 			evs, done := live(svc, r)
 			next(t, evs)
 			m.toks <- "before"
