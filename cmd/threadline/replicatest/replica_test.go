@@ -202,21 +202,22 @@ func TestInterleavedWrites(t *testing.T) {
 	}
 }
 
-// TestConcurrentStarts: two replicas start a run on the same thread at the
-// same moment: one gets 200, the other 409 run_in_progress naming it.
+// TestConcurrentStarts: three replicas start a run on the same thread at
+// the same moment: one gets 200, the other two 409 run_in_progress naming
+// the winner's run.
 func TestConcurrentStarts(t *testing.T) {
 	t.Parallel()
-	_, rs := cluster(t, 2, "THREADLINE_BUILTIN_DELAY=5ms", "THREADLINE_BUILTIN_TOKENS=100", longLease)
+	_, rs := cluster(t, 3, "THREADLINE_BUILTIN_DELAY=5ms", "THREADLINE_BUILTIN_TOKENS=100", longLease)
+	type answer struct {
+		s    *stream
+		code int
+		body string
+	}
 	for round := range 5 {
 		tid := uuid.NewString()
-		// An existing thread, so both starts race on the same row.
+		// An existing thread, so the starts race on the same row.
 		checkRun(t, "first run", startRun(t, rs[0], tid, `{"message":{"content":"hello"},"run_config":{"model":"builtin"}}`).rest(), 1, "succeeded")
-		type answer struct {
-			s    *stream
-			code int
-			body string
-		}
-		answers := make([]answer, 2)
+		answers := make([]answer, len(rs))
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i, r := range rs {
@@ -230,20 +231,27 @@ func TestConcurrentStarts(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		var ok, busy int
+		var winner string
+		var busy []string
 		for _, a := range answers {
 			switch {
-			case a.code == http.StatusOK:
-				ok++
-				checkRun(t, "winner", a.s.rest(), 1, "succeeded")
+			case a.code == http.StatusOK && winner == "":
+				evs := a.s.rest()
+				checkRun(t, "winner", evs, 1, "succeeded")
+				winner = evs[0].RunID
 			case a.code == http.StatusConflict && strings.Contains(a.body, "run_in_progress"):
-				busy++
+				busy = append(busy, a.body)
 			default:
-				t.Fatalf("round %d: answer %d %s, want 200 or 409 run_in_progress", round, a.code, a.body)
+				t.Fatalf("round %d: answer %d %s, want one 200 and the rest 409 run_in_progress", round, a.code, a.body)
 			}
 		}
-		if ok != 1 || busy != 1 {
-			t.Fatalf("round %d: %d answers 200 and %d 409, want one of each", round, ok, busy)
+		if winner == "" || len(busy) != len(rs)-1 {
+			t.Fatalf("round %d: winner %q and %d answers 409, want one winner and %d", round, winner, len(busy), len(rs)-1)
+		}
+		for _, body := range busy {
+			if !strings.Contains(body, winner) {
+				t.Fatalf("round %d: 409 %s, want it to name the winner's run %s", round, body, winner)
+			}
 		}
 	}
 }
