@@ -249,6 +249,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	}
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
+	v1.GET("/limits", s.getLimits, mw...)
 	if cfg.Attachments != nil {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)

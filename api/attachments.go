@@ -37,7 +37,14 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 	if mt != "multipart/form-data" {
 		return errcode.New(errcode.UnsupportedMediaType, "upload a file as multipart/form-data in the field \"file\"")
 	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxAttachment+64<<10)
+	// Room for the multipart framing around the file.
+	limit := s.cfg.MaxAttachment + 64<<10
+	if r.ContentLength > limit {
+		// Refused before a byte of it is read (GET /limits lets a client
+		// know this before it sends).
+		return errcode.New(errcode.TooLarge, "attachment is over the %d byte limit", s.cfg.MaxAttachment)
+	}
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return errcode.New(errcode.Invalid, "malformed multipart body: %v", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -263,4 +264,70 @@ func TestStalledReaderDropped(t *testing.T) {
 	if n := strings.Count(string(b), "\n"); int64(n) != int64(total)-last {
 		t.Fatalf("rejoin after the drop: %d events, want %d", n, int64(total)-last)
 	}
+}
+
+// TestLimitsEndpoint: GET /limits tells a client the limits it can check
+// before sending, and an upload that declares more than the limit is
+// refused without the service waiting for its body; one that does not
+// declare its length is cut off at the limit.
+func TestLimitsEndpoint(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withAPI(func(c *api.Config) {
+		c.MaxAttachment = 1 << 20
+		c.MaxAttachments = 4
+		c.AttachmentTypes = []string{"text/plain", "image/png"}
+	}))
+	resp, b := e.do("GET", "/api/v1/limits", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	var got api.Limits
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("GET /limits: %v in %s", err, b)
+	}
+	want := api.Limits{MaxBodyBytes: 1 << 20, MaxMessageBytes: 256 << 10, MaxAttachmentBytes: 1 << 20, MaxAttachments: 4,
+		AttachmentTypes: []string{"text/plain", "image/png"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("GET /limits: got %+v, want %+v", got, want)
+	}
+
+	// Declares 100 MiB, sends a few bytes: the answer comes at once.
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(e.url, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "POST /api/v1/attachments HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\nContent-Length: %d\r\n\r\n--B\r\n", 100<<20)
+	r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("an upload declaring 100 MiB: no answer before its body: %v", err)
+	}
+	body := make([]byte, 512)
+	n, _ := r.Body.Read(body)
+	if r.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body[:n]), `"too_large"`) {
+		t.Fatalf("an upload declaring 100 MiB: got %d %s, want 413 too_large", r.StatusCode, body[:n])
+	}
+
+	// No declared length (chunked): read up to the limit, then refused.
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write([]byte("--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.txt\"\r\nContent-Type: text/plain\r\n\r\n"))
+		// More than the socket buffers hold, so the answer comes while it
+		// is still being sent; the transport then closes the pipe.
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for i := 0; i < 1024; i++ {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		_ = pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", e.url+"/api/v1/attachments", pr)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a chunked upload over the limit: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ = io.ReadAll(res.Body)
+	wantStatus(t, res, b, http.StatusRequestEntityTooLarge, "too_large")
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -230,4 +229,23 @@ func (s *Server) listModels(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"models": s.svc.Models().List()})
 }
 
-var _ = errors.New
+// Limits is what GET /api/v1/limits answers: the request limits a client
+// can check before it sends, so that it need not upload a file only to
+// have it refused.
+type Limits struct {
+	MaxBodyBytes       int64    `json:"max_body_bytes"`
+	MaxMessageBytes    int      `json:"max_message_bytes"`
+	MaxAttachmentBytes int64    `json:"max_attachment_bytes"`
+	MaxAttachments     int      `json:"max_attachments"`
+	AttachmentTypes    []string `json:"attachment_types"`
+}
+
+func (s *Server) getLimits(c echo.Context) error {
+	return c.JSON(http.StatusOK, Limits{
+		MaxBodyBytes:       s.cfg.MaxBody,
+		MaxMessageBytes:    s.cfg.MaxMessage,
+		MaxAttachmentBytes: s.cfg.MaxAttachment,
+		MaxAttachments:     s.cfg.MaxAttachments,
+		AttachmentTypes:    s.cfg.AttachmentTypes,
+	})
+}

@@ -46,24 +46,30 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
 
   test("an image over the size limit is refused with a message", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
+    const uploads = [];
+    page.on("request", (req) => {
+      if (req.method() === "POST" && new URL(req.url()).pathname.endsWith("/attachments")) uploads.push(req.url());
+    });
     const chooser = page.waitForEvent("filechooser");
     await page.getByRole("button", { name: "Attach a file" }).click();
-    // Over the service's default 10 MiB attachment limit. Files are uploaded
-    // when picked, so the refusal comes before anything is sent.
-    // A file on disk: Chromium reads it itself (a buffer this size crawls through the protocol).
+    // Over the service's default 10 MiB attachment limit (GET /limits): the
+    // app refuses it without uploading it, and nothing is sent.
+    // A file on disk: Chromium reads it itself (a buffer this size crawls
+    // through the protocol), lazily, so it stays until the test is over.
     const dir = mkdtempSync(join(tmpdir(), "threadline-e2e-big-"));
-    const big = join(dir, "big.png");
-    writeFileSync(big, Buffer.concat([redPng(), Buffer.alloc(11 * 1024 * 1024)]));
     try {
+      const big = join(dir, "big.png");
+      writeFileSync(big, Buffer.concat([redPng(), Buffer.alloc(11 * 1024 * 1024)]));
       await (await chooser).setFiles(big);
+      const notice = page.getByTestId("thread-notice");
+      await notice.waitFor({ timeout: 20_000 });
+      const text = await notice.innerText();
+      assert.ok(text.includes("big.png") && text.includes("too_large") && text.includes("over the 10 MiB limit"), text);
+      assert.deepEqual(uploads, [], "the file was not uploaded");
+      assert.equal(await page.getByTestId("composer-attachment").count(), 0, "no chip for a refused file");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const notice = page.getByTestId("thread-notice");
-    await notice.waitFor({ timeout: 20_000 });
-    const text = await notice.innerText();
-    assert.ok(text.includes("big.png") && text.includes("too_large"), text);
-    assert.equal(await page.getByTestId("composer-attachment").count(), 0, "no chip for a refused file");
     // Nothing was sent.
     const r = await ctx.service(`/threads/${threadId}/messages`);
     assert.ok(r.status === 404 || r.body.messages.length === 0, `messages: ${r.status} ${JSON.stringify(r.body)}`);

@@ -9,6 +9,7 @@ import type {
   ToolSpec,
   UploadedAttachment,
 } from "./types";
+import type { Limits } from "./limits";
 
 export const API_BASE = "/api/v1";
 
@@ -113,6 +114,10 @@ export async function rejoinRunStream(threadId: string, runId: string, after: nu
 
 export async function cancelRun(threadId: string, runId: string): Promise<void> {
   await ok(await fetch(`${threadPath(threadId)}/runs/${encodeURIComponent(runId)}/cancel`, { method: "POST" }));
+}
+
+export async function getLimits(): Promise<Limits> {
+  return json<Limits>(await fetch(`${API_BASE}/limits`, { cache: "no-store" }));
 }
 
 export async function uploadAttachment(file: File): Promise<UploadedAttachment> {

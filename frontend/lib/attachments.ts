@@ -2,11 +2,13 @@
 // (POST /attachments), so a refused file (too large, a type the service does
 // not take) is reported at once and never reaches the composer; sending then
 // only names the stored ids. Images show as thumbnails, other files (text,
-// Markdown, CSV, JSON, PDF) as file chips.
+// Markdown, CSV, JSON, PDF) as file chips. A file over the service's upload
+// limit (GET /limits, read once) is refused before it is sent.
 
 import type { AttachmentAdapter, CompleteAttachment, PendingAttachment, ThreadUserMessagePart } from "@assistant-ui/react";
-import { uploadAttachment } from "./api";
+import { getLimits, uploadAttachment } from "./api";
 import { describeError } from "./errors";
+import { attachRefusal, type Limits } from "./limits";
 import type { RunError } from "./reducer";
 
 /** What the service takes by default (api.DefaultAttachmentTypes). */
@@ -38,12 +40,28 @@ export function attachmentParts(a: { url: string; name: string; contentType: str
   return [{ type: "file", data: a.url, mimeType: a.contentType, filename: a.name }];
 }
 
+let limitsOnce: Promise<Limits | null> | null = null;
+
+/** The service's limits, asked once a page; null (and asked again next time) when it could not say. */
+function serviceLimits(): Promise<Limits | null> {
+  limitsOnce ??= getLimits().catch(() => {
+    limitsOnce = null;
+    return null;
+  });
+  return limitsOnce;
+}
+
 export class UploadAttachmentAdapter implements AttachmentAdapter {
   accept = ACCEPT;
 
   constructor(private readonly onError: (error: RunError) => void) {}
 
   async add({ file }: { file: File }): Promise<PendingAttachment> {
+    const refused = attachRefusal(file, await serviceLimits());
+    if (refused) {
+      this.onError(refused);
+      throw new Error(refused.message);
+    }
     let uploaded;
     try {
       uploaded = await uploadAttachment(file);

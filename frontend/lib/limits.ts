@@ -1,0 +1,42 @@
+// The service's request limits (GET /api/v1/limits), checked in the browser
+// before anything is sent: a file over the upload limit is refused at once,
+// without uploading it only to be told no (and a browser still sending a
+// large body may see the connection closed instead of the service's 413).
+
+import type { RunError } from "./reducer";
+
+/** What GET /api/v1/limits answers (api.Limits). */
+export interface Limits {
+  max_body_bytes: number;
+  max_message_bytes: number;
+  max_attachment_bytes: number;
+  max_attachments: number;
+  attachment_types: string[];
+}
+
+/** A size in the units people read: bytes, KiB or MiB. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${trim(n / 1024)} KiB`;
+  return `${trim(n / (1024 * 1024))} MiB`;
+}
+
+function trim(x: number): string {
+  return x.toFixed(1).replace(/\.0$/, "");
+}
+
+/**
+ * Why file cannot be attached under limits, or null when it can (or when
+ * the limits are unknown: the service then decides).
+ */
+export function attachRefusal(file: { name: string; size: number }, limits: Limits | null): RunError | null {
+  if (!limits || !(limits.max_attachment_bytes > 0) || file.size <= limits.max_attachment_bytes) return null;
+  let size = formatBytes(file.size);
+  let limit = formatBytes(limits.max_attachment_bytes);
+  if (size === limit) {
+    // Just over: rounded, the two would read the same.
+    size = `${file.size.toLocaleString("en-US")} bytes`;
+    limit = `${limits.max_attachment_bytes.toLocaleString("en-US")} bytes`;
+  }
+  return { code: "too_large", message: `Could not attach ${file.name}: it is ${size}, over the ${limit} limit.` };
+}
