@@ -89,19 +89,15 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	}
 	srv := api.New(svc, acfg)
 	hs := httptest.NewServer(srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); svc.Run(ctx) }()
+	svc.Start()
 	t.Cleanup(func() {
 		hs.Close()
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
-		svc.Shutdown(sctx)
+		svc.Shutdown(sctx) // stops what Start started too
 		if raw != nil {
 			raw.Stop()
 		}
-		cancel()
-		<-done
 	})
 	return &env{t: t, url: hs.URL, store: st, svc: svc, raw: raw}
 }

@@ -339,8 +339,6 @@ type Program struct {
 	raw     *engine.RawWriter // nil when no raw records are kept
 	http    *http.Server
 	ln      net.Listener
-	stopBG  context.CancelFunc
-	bgDone  chan struct{}
 	serveCh chan error
 	profile *os.File
 	// notifier is the process's LISTEN and presence connection.
@@ -446,7 +444,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	ln = api.LimitListener(ln, cfg.MaxConns)
-	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, tools: tools, mcp: servers, ln: ln, bgDone: make(chan struct{}), serveCh: make(chan error, 1),
+	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, tools: tools, mcp: servers, ln: ln, serveCh: make(chan error, 1),
 		http: httpServer(cfg, srv, log)}
 	if cfg.CPUProfile != "" {
 		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
@@ -464,16 +462,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		rawW.Start() // before the first run: nothing appends earlier
 		p.raw = rawW
 	}
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p.stopBG = stop
 	p.notifier = notifier
-	go func() {
-		defer close(p.bgDone)
-		watched := make(chan struct{})
-		go func() { defer close(watched); svc.Watch(bg) }()
-		svc.Run(bg)
-		<-watched
-	}()
+	svc.Start() // leases, recovery, other processes' changes; Shutdown stops them
 	go func() { p.serveCh <- p.http.Serve(ln) }()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "auth", len(cfg.APIKeys) > 0, "lease", cfg.RunLease.String())
 	return p, nil
@@ -540,8 +530,6 @@ func (p *Program) Close() error {
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer hcancel()
 	err := p.http.Shutdown(hctx)
-	p.stopBG()
-	<-p.bgDone
 	p.notifier.Stop()
 	p.store.Close()
 	if p.profile != nil {

@@ -16,6 +16,10 @@
 // that hands other processes' changes to the service). The RawWriter
 // (raw.go) keeps runs' raw provider and tool records off the model loop.
 //
+// The Service's own loops (lease renewal, recovery and the log's purge;
+// the watch of other processes' changes) are owned the same way: Start
+// starts them, Stop and Shutdown stop them and wait.
+//
 // The Service's own state is two small structures with a lock each: the
 // tree cache (cache.go) and the registry of the runs this process owns
 // (registry.go).

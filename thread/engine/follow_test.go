@@ -109,10 +109,8 @@ func TestResetReadsLostCancel(t *testing.T) {
 			m := newStepper()
 			wk := &lostWakeups{ch: make(chan thread.Change, 1)}
 			svc, st, _ := fakeSetup(t, m, engine.Config{Wakeups: wk})
-			ctx, cancel := context.WithCancel(context.Background())
-			watched := make(chan struct{})
-			go func() { defer close(watched); svc.Watch(ctx) }()
-			t.Cleanup(func() { cancel(); <-watched })
+			svc.Start()
+			t.Cleanup(svc.Stop)
 			tid, r := startOn(t, svc)
 			evs, done := live(svc, r)
 			next(t, evs)

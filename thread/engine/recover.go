@@ -7,12 +7,35 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-// Run renews this process's run leases, recovers runs whose owner died
-// and frees ended runs' rows of the group commit's log, until ctx ends.
-func (s *Service) Run(ctx context.Context) {
+// Start starts the service's background loops: one renews this process's
+// run leases, recovers runs whose owner died and frees ended runs' rows of
+// the group commit's log; the other applies what other processes did (see
+// watchLoop). Starting a started service does nothing.
+func (s *Service) Start() {
+	s.leases.Start(func(stop <-chan struct{}) {
+		ctx, cancel := lifecycle.Context(stop)
+		defer cancel()
+		s.leaseLoop(ctx)
+	})
+	s.watcher.Start(func(stop <-chan struct{}) {
+		ctx, cancel := lifecycle.Context(stop)
+		defer cancel()
+		s.watchLoop(ctx)
+	})
+}
+
+// Stop stops what Start started and waits for it; runs go on, but their
+// leases are no longer renewed. Shutdown calls it once the runs have ended.
+func (s *Service) Stop() {
+	s.watcher.Stop()
+	s.leases.Stop()
+}
+
+func (s *Service) leaseLoop(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Lease / 3)
 	defer tick.Stop()
 	purge := time.NewTicker(time.Second)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
+	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
 )
 
@@ -82,10 +83,14 @@ type Service struct {
 
 	trees  *treeCache // the threads' checkpoint trees
 	active *registry  // the runs this process owns
+
+	leases  lifecycle.Lifecycle // renewal, recovery and the log's purge (leaseLoop)
+	watcher lifecycle.Lifecycle // other processes' changes (watchLoop)
 }
 
-// New returns a Service with its writers started. Call Run to start lease
-// renewal and recovery, and Shutdown to stop.
+// New returns a Service with its writers started. Call Start to start
+// lease renewal, recovery and the watch of other processes' changes, and
+// Shutdown to stop.
 func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.Attachments, cfg Config) *Service {
 	if cfg.Owner == "" {
 		cfg.Owner = uuid.NewString()

@@ -15,7 +15,7 @@ var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the se
 // cancels the rest (and any title call) and waits for their final writes,
 // which are no longer retried then, ends the followers of other
 // processes' runs (their streams end with ErrShuttingDown, to be rejoined
-// elsewhere), and stops the engine's goroutines.
+// elsewhere), and stops the engine's goroutines (Stop's among them).
 func (s *Service) Shutdown(ctx context.Context) {
 	s.active.close()
 	done := make(chan struct{})
@@ -30,6 +30,7 @@ func (s *Service) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.drainOnce.Do(func() { close(s.drained) })
+	s.Stop()
 	s.commits.Stop()
 	s.starts.Stop()
 	s.ends.Stop()

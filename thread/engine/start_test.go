@@ -792,15 +792,16 @@ func TestRejoinReadsMemory(t *testing.T) {
 	}
 }
 
-// TestRunPurgesLog: with Service.Run going, the group commit's shared log
-// rows are freed once the runs in them have ended; nothing else deletes
-// them, so without the purge they would stay.
+// TestRunPurgesLog: once the service is started, the group commit's shared
+// log rows are freed once the runs in them have ended; nothing else
+// deletes them, so without the purge they would stay.
 func TestRunPurgesLog(t *testing.T) {
 	t.Parallel()
 	g, svc, cs, _, r := startGated(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go svc.Run(ctx)
+	svc.Start()
+	defer svc.Stop()
 	pool := cs.Store.Pool()
 	logRows := func() int {
 		var n int

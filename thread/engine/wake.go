@@ -36,13 +36,13 @@ func (s *Service) wakeRun(runID uuid.UUID) thread.Wake {
 	return s.cfg.Wakeups.WakeRun(runID)
 }
 
-// Watch applies what other processes did until ctx ends: a cancel
+// watchLoop applies what other processes did until ctx ends: a cancel
 // requested anywhere stops the local run at once, a deleted thread stops
 // its local run and leaves the tree cache, a dead process's runs are
 // recovered now, and a reset (wake-ups may have been lost) empties the
 // tree cache and reads again what they would have said (resync). Without
 // Wakeups it returns at once.
-func (s *Service) Watch(ctx context.Context) {
+func (s *Service) watchLoop(ctx context.Context) {
 	if s.cfg.Wakeups == nil {
 		return
 	}

@@ -72,10 +72,8 @@ func (b *peerBench) open(ctx context.Context, dbURL string) error {
 	b.svc = b.newService()
 	// Leases and the log's purge, stopped (closers) before the store
 	// closes: a purge on a closed pool would log an error.
-	runCtx, stopRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); b.svc.Run(runCtx) }()
-	b.closers = append(b.closers, func() { stopRun(); <-runDone })
+	b.svc.Start()
+	b.closers = append(b.closers, b.svc.Stop)
 	warm := api.New(b.svc, api.Config{Logger: b.log, Attachments: st, Ready: st.Ping})
 	b.coldH.Store(b.newColdServer())
 	cold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.coldH.Load().ServeHTTP(w, r) })

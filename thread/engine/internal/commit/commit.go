@@ -307,7 +307,7 @@ func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
 func (c *GroupCommit[R, K]) MarkDirty() { c.dirty.Store(true) }
 
 // Purge frees the log rows of ended runs if commits (or recoveries) may
-// have left some; the engine's Service.Run calls it once a second.
+// have left some; the engine's lease loop (Service.Start) calls it once a second.
 func (c *GroupCommit[R, K]) Purge(ctx context.Context) {
 	if !c.dirty.Swap(false) {
 		return

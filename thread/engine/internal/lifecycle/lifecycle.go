@@ -1,7 +1,10 @@
 // Package lifecycle holds Lifecycle, the owner of a background goroutine.
 package lifecycle
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Lifecycle owns one background goroutine, after River's internal
 // services: Start runs it once (a second Start while it runs does
@@ -73,4 +76,18 @@ func (l *Lifecycle) Stopped() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stopped
+}
+
+// Context returns a context that ends when stop is closed (or cancel is
+// called), for a loop whose calls take a context.
+func Context(stop <-chan struct{}) (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
