@@ -20,15 +20,22 @@ type runFence struct {
 // append of each run then checks its claim again).
 const maxFenceSeen = 1 << 16
 
-// counts returns the count each run was last checked at, nil for a run
-// never checked here.
-func (f *runFence) counts(ids []uuid.UUID) []*int64 {
+// neverChecked is the count of a run never checked here: counts start at
+// 0, so it differs from every one.
+const neverChecked = -1
+
+// counts returns the count each run was last checked at, neverChecked for
+// a run never checked here. (Not NULLs: a []*int64 costs pgx an
+// allocation and a reflection per element.)
+func (f *runFence) counts(ids []uuid.UUID) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]*int64, len(ids))
+	out := make([]int64, len(ids))
 	for i, id := range ids {
 		if gen, ok := f.seen[id]; ok {
-			out[i] = &gen
+			out[i] = gen
+		} else {
+			out[i] = neverChecked
 		}
 	}
 	return out

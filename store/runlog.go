@@ -65,7 +65,7 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 // reads next, or is checked after it: sqlLogAppend is a statement of its
 // own, whose snapshot is taken once the lock is held. It reads run_fence
 // (migration 0013: the count of claims taken and running runs deleted),
-// looks up only the runs whose count at their last check here ($4, NULL:
+// looks up only the runs whose count at their last check here ($4, -1:
 // never) differs (the cheap test comes first, and the lookup is a
 // subquery by primary key, so the planner neither hashes every running
 // run nor looks up the others), appends $1 as one run_log row if no run

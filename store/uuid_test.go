@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -54,4 +55,44 @@ func TestUUIDCodec(t *testing.T) {
 			t.Errorf("mode %v: array argument read as %q (err %v), want {%s,%s}", mode, arrText, err, a, b)
 		}
 	}
+}
+
+// TestUUIDArrayArgument: a []uuid.UUID argument reaches Postgres as the
+// same uuid[] (NULL for nil, empty for empty, every id in order).
+func TestUUIDArrayArgument(t *testing.T) {
+	t.Parallel()
+	_, pool := setup(t)
+	ctx := context.Background()
+	many := make([]uuid.UUID, 100)
+	for i := range many {
+		many[i] = uuid.New()
+	}
+	for _, tc := range []struct {
+		name string
+		arg  []uuid.UUID
+	}{{"nil", nil}, {"empty", []uuid.UUID{}}, {"one", many[:1]}, {"many", many}} {
+		var isNull bool
+		var n int
+		var text string
+		var back []uuid.UUID
+		err := pool.QueryRow(ctx, `SELECT $1::uuid[] IS NULL, coalesce(cardinality($1::uuid[]), -1), coalesce($1::uuid[]::text, ''), $1::uuid[]`,
+			tc.arg).Scan(&isNull, &n, &text, &back)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if isNull != (tc.arg == nil) {
+			t.Errorf("%s: NULL %v, want %v", tc.name, isNull, tc.arg == nil)
+		}
+		if tc.arg == nil {
+			continue
+		}
+		want := make([]string, len(tc.arg))
+		for i, id := range tc.arg {
+			want[i] = id.String()
+		}
+		if n != len(tc.arg) || text != "{"+strings.Join(want, ",")+"}" || !slices.Equal(back, tc.arg) {
+			t.Errorf("%s: got cardinality %d, %q and %v back, want %d ids in order", tc.name, n, text, back, len(tc.arg))
+		}
+	}
+
 }

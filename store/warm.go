@@ -57,7 +57,7 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := tx.Exec(ctx, sqlLogLock); err != nil {
 		return fmt.Errorf("warm: lock the log: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}, []*int64{nil}); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{in2.Run.ID}, []int64{in2.Run.Claim}, []int64{neverChecked}); err != nil {
 		return fmt.Errorf("warm: append events: %w", err)
 	}
 	b = &pgx.Batch{}
@@ -97,7 +97,7 @@ func warmLog(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := tx.Exec(ctx, sqlLogLock); err != nil {
 		return fmt.Errorf("warm: lock the log: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}, []*int64{nil}); err != nil {
+	if _, err := tx.Exec(ctx, sqlLogAppend, data, []uuid.UUID{id}, []int64{0}, []int64{neverChecked}); err != nil {
 		return fmt.Errorf("warm log: append events: %w", err)
 	}
 	return nil
