@@ -295,7 +295,7 @@ func TestWalkSegmentMatchesDecode(t *testing.T) {
 }
 
 // TestUUIDArrayAllocs: encoding a []uuid.UUID allocates no more for many
-// ids than for one (pgx's own path allocated about 20 times per id, and a
+// ids than for one (pgx's own path allocated once per id, and a
 // group commit sends one per commit). Not parallel: AllocsPerRun.
 func TestUUIDArrayAllocs(t *testing.T) {
 	m := pgtype.NewMap()
