@@ -2,6 +2,8 @@ package model
 
 import (
 	"errors"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +241,33 @@ func FuzzTaps(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProbeBodyLastLine: a last line without a newline reaches the tap
+// once, whether the client reads on to EOF or closes the body as soon as
+// it has the bytes (Google's SDK stops at the closing "]": the raw record
+// of the response's last line was lost when its data and the EOF came in
+// two reads).
+func TestProbeBodyLastLine(t *testing.T) {
+	t.Parallel()
+	for _, toEOF := range []bool{false, true} {
+		var got []string
+		b := &probeBody{rc: io.NopCloser(strings.NewReader("[a,\r\nb]")), p: &probe{},
+			tap: func(line []byte) error { got = append(got, string(line)); return nil }}
+		buf := make([]byte, 7)
+		if n, err := b.Read(buf); n != 7 || err != nil {
+			t.Fatalf("read: got %d, %v; want 7 bytes and no error", n, err)
+		}
+		if toEOF {
+			if n, err := b.Read(buf); n != 0 || err != io.EOF {
+				t.Fatalf("read to EOF: got %d, %v; want 0, EOF", n, err)
+			}
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"[a,", "b]"}; !slices.Equal(got, want) {
+			t.Errorf("read to EOF %v: tapped %q, want %q", toEOF, got, want)
+		}
+	}
 }

@@ -644,15 +644,20 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 type probeBody struct {
-	rc      io.ReadCloser
-	p       *probe
-	keep    bool
-	tap     func([]byte) error
+	rc   io.ReadCloser
+	p    *probe
+	keep bool
+	tap  func([]byte) error
+	// mu keeps a Close from another goroutine off partial and the tap
+	// while a Read uses them.
+	mu      sync.Mutex
 	partial []byte // the start of a line whose end has not arrived
 }
 
 func (b *probeBody) Read(buf []byte) (int, error) {
 	n, err := b.rc.Read(buf)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.tap != nil && n > 0 {
 		if terr := b.lines(buf[:n]); terr != nil {
 			return 0, terr
@@ -710,4 +715,16 @@ const maxTapLine = 8 << 20
 
 var errTapLine = errors.New("a line of the provider's stream is longer than 8 MiB")
 
-func (b *probeBody) Close() error { return b.rc.Close() }
+// Close hands the tap a last line that no newline ended: a client that
+// stops reading once its decoder has the whole reply (Google's JSON array
+// ends with "]") never reads the EOF that would have passed it on.
+func (b *probeBody) Close() error {
+	b.mu.Lock()
+	if b.tap != nil && len(b.partial) > 0 {
+		line := b.partial
+		b.partial = nil
+		_ = b.tap(bytes.TrimSuffix(line, []byte{'\r'})) // the read is over: there is nothing left to end
+	}
+	b.mu.Unlock()
+	return b.rc.Close()
+}
