@@ -15,9 +15,9 @@ var (
 	goString = regexp.MustCompile(`"(THREADLINE_[A-Z0-9_]+)"`)
 )
 
-// readmeRow is a README table row that documents a variable: its first
+// configRow is a configuration table row that documents a variable: its first
 // cell is the variable's name in backquotes.
-var readmeRow = regexp.MustCompile("(?m)^\\| `(THREADLINE_[A-Z0-9_]+)` \\|")
+var configRow = regexp.MustCompile("(?m)^\\| `(THREADLINE_[A-Z0-9_]+)` \\|")
 
 // namesIn returns the THREADLINE_ names quoted as Go strings in the
 // non-test Go files under dir (its subpackages too) whose names keep
@@ -44,19 +44,19 @@ func namesIn(t *testing.T, dir string, keep func(name string) bool) map[string]b
 	return out
 }
 
-// TestReadmeListsEveryVariable checks README.md's configuration tables
+// TestOperationsListsEveryVariable checks docs/operations.md's configuration tables
 // against the variables `serve` reads (this command's files and the model
 // registry's): each is documented, and each documented one is still read
 // by something in the repository (the service, deploy/ and .ci/ scripts,
 // the tests' database helper, the web app).
-func TestReadmeListsEveryVariable(t *testing.T) {
+func TestOperationsListsEveryVariable(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	documented := map[string]bool{}
-	for _, m := range readmeRow.FindAllSubmatch(readme, -1) {
+	for _, m := range configRow.FindAllSubmatch(doc, -1) {
 		documented[string(m[1])] = true
 	}
 	all := func(string) bool { return true }
@@ -75,7 +75,7 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 	}
 	slices.Sort(missing)
 	if len(missing) > 0 {
-		t.Errorf("README.md has no table row for %v (read by the service)", missing)
+		t.Errorf("docs/operations.md has no table row for %v (read by the service)", missing)
 	}
 
 	// Anything else documented must still be read somewhere.
@@ -103,6 +103,6 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 	}
 	slices.Sort(stale)
 	if len(stale) > 0 {
-		t.Errorf("README.md documents %v, which nothing reads", stale)
+		t.Errorf("docs/operations.md documents %v, which nothing reads", stale)
 	}
 }
