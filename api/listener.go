@@ -26,6 +26,33 @@ type limitListener struct {
 	net.Listener
 	max  int64
 	open atomic.Int64
+	// refusing counts the refusals being written; Close waits for them,
+	// so none outlives the listener (each is bounded by its deadline).
+	refusing sync.WaitGroup
+	mu       sync.Mutex // orders refusing.Add before Close's Wait
+	closed   bool
+}
+
+// Close closes the listener and waits for the refusals in flight.
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.refusing.Wait()
+	return err
+}
+
+// refuseOwned answers c with the refusal on a goroutine Close waits for,
+// or just closes it once the listener is closed.
+func (l *limitListener) refuseOwned(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = c.Close()
+		return
+	}
+	l.refusing.Go(func() { refuse(c) })
 }
 
 // refusal is the whole response to a connection over the cap.
@@ -48,7 +75,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
-			go refuse(c)
+			l.refuseOwned(c)
 			continue
 		}
 		return &limitConn{Conn: c, l: l}, nil

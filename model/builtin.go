@@ -52,8 +52,8 @@ var (
 type Builtin struct {
 	Tokens int
 	Delay  time.Duration
-	// Pacer paces its tokens when Delay is set (nil: a pacer shared by
-	// the process, started by its first stream).
+	// Pacer paces its tokens when Delay is set (nil: each stream is
+	// paced on its caller's goroutine).
 	Pacer *Pacer
 	// Name is ModelResult.Model; BuiltinName when empty.
 	Name string
@@ -228,11 +228,7 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 		// unpaced path below should not pay for that.
 		paced := &tokenSource{s: seed(prompt, call), n: n}
 		send := func(i int) error { return onToken(paced.at(i)) }
-		pc := m.Pacer
-		if pc == nil {
-			pc = defaultPacer
-		}
-		if err := pc.pace(ctx, n, m.Delay, send); err != nil {
+		if err := paceWith(ctx, m.Pacer, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
 	} else {

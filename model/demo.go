@@ -37,8 +37,8 @@ var (
 type Demo struct {
 	Name  string // ModelResult.Model; BuiltinName when empty
 	Delay time.Duration
-	// Pacer paces its words when Delay is set (nil: the pacer shared by
-	// the process).
+	// Pacer paces its words when Delay is set (nil: each stream is paced
+	// on its caller's goroutine).
 	Pacer *Pacer
 }
 
@@ -103,11 +103,7 @@ func (m *Demo) StreamStep(ctx context.Context, req step.Request, onDelta func(st
 // send streams the deltas, paced when the model has a delay.
 func (m *Demo) send(ctx context.Context, ds []step.Delta, onDelta func(step.Delta) error) error {
 	if m.Delay > 0 {
-		pc := m.Pacer
-		if pc == nil {
-			pc = defaultPacer
-		}
-		return pc.pace(ctx, len(ds), m.Delay, func(i int) error { return onDelta(ds[i]) })
+		return paceWith(ctx, m.Pacer, len(ds), m.Delay, func(i int) error { return onDelta(ds[i]) })
 	}
 	for _, d := range ds {
 		if err := ctx.Err(); err != nil {

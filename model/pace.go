@@ -44,8 +44,39 @@ func NewPacer() *Pacer {
 	return &Pacer{wake: make(chan struct{}, 1), started: make(chan struct{}), stopped: make(chan struct{})}
 }
 
-// defaultPacer paces built-in models that were given no pacer of their own.
-var defaultPacer = NewPacer()
+// paceInline sends tokens as pace does, token i at start + (i+1)*every,
+// but from the caller's goroutine with a timer of its own: the path of a
+// built-in model given no Pacer, so that no goroutine runs without an
+// owner. It returns send's error or ctx.Err().
+func paceInline(ctx context.Context, n int, every time.Duration, send func(i int) error) error {
+	start := time.Now()
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for i := 0; i < n; i++ {
+		if wait := time.Until(start.Add(time.Duration(i+1) * every)); wait > 0 {
+			t.Reset(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		} else if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := send(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// paceWith paces through pc, or inline when pc is nil.
+func paceWith(ctx context.Context, pc *Pacer, n int, every time.Duration, send func(i int) error) error {
+	if pc == nil {
+		return paceInline(ctx, n, every, send)
+	}
+	return pc.pace(ctx, n, every, send)
+}
 
 // Start starts the pacer's goroutine; it does nothing while it runs.
 func (pc *Pacer) Start() {

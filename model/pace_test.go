@@ -85,12 +85,27 @@ func TestPacedStepStops(t *testing.T) {
 	}
 }
 
-// TestPaceManyStreams runs streams side by side on the shared pacer, with
-// the race detector in `make test`: each gets all its tokens in order, on
-// or after their due time, and a cancelled one gets none after pace
-// returns.
+// TestPaceManyStreams runs streams side by side on one pacer and on none
+// (each paced inline on its own goroutine), with the race detector in
+// `make test`: each gets all its tokens in order, on or after their due
+// time, and a cancelled one gets none after pace returns.
 func TestPaceManyStreams(t *testing.T) {
 	t.Parallel()
+	shared := NewPacer()
+	shared.Start()
+	t.Cleanup(shared.Stop)
+	for _, tc := range []struct {
+		name string
+		pc   *Pacer
+	}{{"pacer", shared}, {"inline", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			paceManyStreams(t, tc.pc)
+		})
+	}
+}
+
+func paceManyStreams(t *testing.T, pc *Pacer) {
 	const streams, n, every = 50, 20, time.Millisecond
 	var wg sync.WaitGroup
 	errs := make(chan error, streams+1)
@@ -100,7 +115,7 @@ func TestPaceManyStreams(t *testing.T) {
 			defer wg.Done()
 			start := time.Now()
 			next := 0
-			err := defaultPacer.pace(context.Background(), n, every, func(i int) error {
+			err := paceWith(context.Background(), pc, n, every, func(i int) error {
 				if i != next {
 					return fmt.Errorf("stream %d: got token %d, want %d", s, i, next)
 				}
@@ -124,7 +139,7 @@ func TestPaceManyStreams(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var mu sync.Mutex
 		sent, returned := 0, false
-		err := defaultPacer.pace(ctx, 1000, every, func(i int) error {
+		err := paceWith(ctx, pc, 1000, every, func(i int) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if returned {
