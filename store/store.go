@@ -58,7 +58,7 @@ const openConns = 4
 // connection for the group commit of the run event log, and checks that
 // the database answers. It opens and warms openConns connections of the
 // pool, and the log's, before it returns: a new connection's warm-up
-// (afterConnect) costs Postgres 10–30 ms of CPU, and otherwise the first
+// (afterConnect) costs Postgres many turns' worth of CPU, and otherwise the first
 // requests after a start either wait for one or share the cores with it.
 // (Not the pool's MinConns: pgxpool opens those in the background, and
 // Open's own would race them.) Idle ones close after MaxConnIdleTime.

@@ -14,8 +14,8 @@ import (
 // warm runs a turn's writes and reads once on a new connection, in a
 // transaction it rolls back. A Postgres backend's first turn otherwise
 // loads the catalog entries of every table, index and trigger it touches,
-// compiles the run guards' PL/pgSQL and plans the foreign-key checks: about
-// 10 ms on top of a 1 ms turn, paid by whichever request first lands on the
+// compiles the run guards' PL/pgSQL and plans the foreign-key checks:
+// several times a turn's own cost, paid by whichever request first lands on the
 // connection. The rollback leaves no row behind and waits for no disk
 // flush. An error (the schema is not migrated yet) leaves the connection
 // cold, never unusable.

@@ -478,8 +478,8 @@ func (b *peerBench) forksAndEdits(ctx context.Context, th *nThread, nr *NResult,
 
 // forkEdits is one N's forks and edits as they run: their times, a bare
 // commit's time after each, and what each wrote, to be read back after all
-// of them ran. At N = 500 a read-back is a 5 ms snapshot of 1,000 messages
-// against 0.3 ms at N = 10, and a timed write right after it (or after any
+// of them ran. At N = 500 a read-back is a snapshot of 1,000 messages, far
+// slower than at N = 10, and a timed write right after it (or after any
 // pause) is slower on this VM, which would make the flat-in-N line measure
 // the bench's own check rather than the fork.
 type forkEdits struct {
