@@ -167,6 +167,8 @@ type Registry struct {
 	named     map[string]*entry
 	order     []string // listed names, builtin first
 	def       string
+	// googleBase replaces Google's endpoint for Discover (tests).
+	googleBase string
 
 	mu    sync.Mutex
 	cache map[string]*entry // provider:model names resolved so far

@@ -98,6 +98,9 @@ type Config struct {
 	ShutdownGrace   time.Duration
 	LogLevel        string
 	TitleModel      string
+	// DiscoverTimeout bounds asking the configured providers for their
+	// models at start (0: not asked).
+	DiscoverTimeout time.Duration
 	StartLinger     time.Duration
 	// ToolApproval names built-in tools whose every call needs a person's
 	// approval (MCP servers say it in their own config).
@@ -251,6 +254,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.str(&cfg.MCPConfig, "mcp-config", "THREADLINE_MCP_CONFIG", "", "JSON file naming MCP servers whose tools runs may call (empty: built-in tools only)")
 	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
 	e.num(&cfg.RawMaxBytes, "raw-max-bytes", "THREADLINE_RAW_MAX_BYTES", store.DefaultRawMaxBytes, "bytes of raw records (provider chunks, tool input and output) kept per run, for GET …/runs/{run_id}/raw (0: none kept)")
+	e.dur(&cfg.DiscoverTimeout, "model-discovery-timeout", "THREADLINE_MODEL_DISCOVERY_TIMEOUT", 5*time.Second, "how long the start may ask each provider whose key is set for its models, to offer them (0: not asked)")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -376,6 +380,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		st.Close()
 		return nil, err
 	}
+	discoverModels(ctx, models, cfg.DiscoverTimeout, log)
 	if cfg.TitleModel != "" {
 		if _, _, err := models.Resolve(cfg.TitleModel); err != nil {
 			st.Close()
@@ -502,6 +507,19 @@ func stallTimeout(d time.Duration) time.Duration {
 
 // closeMCP ends the MCP sessions of servers (nil: none), stopping stdio
 // servers.
+// discoverModels lists the models of the providers whose keys are set;
+// one that cannot be listed is logged, and its models stay usable by name.
+func discoverModels(ctx context.Context, models *model.Registry, timeout time.Duration, log *slog.Logger) {
+	if timeout <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, err := range models.Discover(ctx) {
+		log.Warn("a provider's models could not be listed; name them in THREADLINE_MODELS", "err", err)
+	}
+}
+
 func closeMCP(servers *mcp.Servers) {
 	if servers != nil {
 		_ = servers.Close() // a session that fails to close has nothing left to say
