@@ -18,7 +18,11 @@
 #   postgres.log   the server log
 # It listens on that socket and on 127.0.0.1:$THREADLINE_PGPORT (default 54329),
 # with trust authentication for user postgres. Run as root, the server runs as
-# the postgres OS user. Only the URL goes to stdout; progress goes to stderr.
+# the postgres OS user; if a directory above the cluster is closed to other
+# users, it adds o+x (traverse only) to that directory so the postgres user
+# can reach it, and says so on stderr (set THREADLINE_PGDATA to a reachable
+# place to avoid that). Nothing else outside the checkout changes. Only the
+# URL goes to stdout; progress goes to stderr.
 # Server binaries are looked for in $THREADLINE_PG_LIBDIR/<version>/bin (default
 # /usr/lib/postgresql, Debian's layout).
 set -euo pipefail
