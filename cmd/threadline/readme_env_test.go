@@ -45,6 +45,7 @@ func namesIn(t *testing.T, dir string, keep func(name string) bool) map[string]b
 }
 
 // TestReadmeListsEveryVariable checks README.md's configuration tables
+// (and docs/operations.md's, where a feature's own settings may be)
 // against the variables `serve` reads (this command's files and the model
 // registry's): each is documented, and each documented one is still read
 // by something in the repository (the service, deploy/ and .ci/ scripts,
@@ -55,6 +56,11 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme = append(append(readme, '\n'), ops...)
 	documented := map[string]bool{}
 	for _, m := range readmeRow.FindAllSubmatch(readme, -1) {
 		documented[string(m[1])] = true

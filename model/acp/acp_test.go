@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -409,5 +410,59 @@ func TestRefusal(t *testing.T) {
 	st, n := final(t, evs, r)
 	if st != thread.RunSucceeded || n.Status == nil || n.Status.Reason != "content-filter" {
 		t.Fatalf("got %s %+v, want incomplete/content-filter", st, n.Status)
+	}
+}
+
+// TestSDKExampleAgent drives the SDK's own example agent, built from the
+// module cache: its scripted turn (text, a tool call read and completed,
+// a permission for an edit) ends requires_action; the approval goes back
+// as its "allow" option and the turn ends with its closing text.
+func TestSDKExampleAgent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "example-agent")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the SDK's example agent: %v\n%s", err, out)
+	}
+	reg := newRegistry(t, map[string]acp.AgentConfig{"example": {Command: bin, Cwd: dir, Timeout: acp.Duration(10 * time.Second)}})
+	raw := &rawSink{recs: map[uuid.UUID][]rawRec{}}
+	svc := engine.New(threadtest.New(), stream.New[thread.Event](256), reg, nil, engine.Config{StartLinger: -1, Raw: raw})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		svc.Shutdown(ctx)
+		reg.Stop()
+	})
+	f := &fixture{svc: svc, raw: raw}
+	tid := uuid.New()
+	r, evs := f.run(t, tid, ask("example", "improve the project"))
+	st, n := final(t, evs, r)
+	if st != thread.RunRequiresAction {
+		t.Fatalf("status: got %s, want requires_action; error %+v", st, errorEvent(evs))
+	}
+	if !strings.Contains(n.Text(), "I'll help you with that.") {
+		t.Errorf("text: got %q", n.Text())
+	}
+	read := part(n, checkpoint.PartToolCall, "call_1")
+	if read == nil || read.ToolName != "Reading project files" || read.IsError || !strings.Contains(string(read.Result), "My Project") {
+		t.Errorf("call_1: got %+v", read)
+	}
+	edit := part(n, checkpoint.PartToolCall, "call_2")
+	perm := part(n, checkpoint.PartData, "permission")
+	if edit == nil || edit.Result != nil || perm == nil || !strings.Contains(string(perm.Data), `"optionId":"allow"`) {
+		t.Fatalf("call_2 %+v, permission %+v: want call_2 waiting and its options", edit, perm)
+	}
+	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "call_2", Approved: true}}})
+	st, _ = final(t, evs, r2)
+	n = evs[len(evs)-1].Snapshot.Tree.Get(r2.ID)
+	if st != thread.RunSucceeded || n == nil || !strings.Contains(n.Text(), "successfully updated the configuration") {
+		t.Fatalf("continuation: got %s %+v; error %+v", st, n, errorEvent(evs))
+	}
+	if edit = part(n, checkpoint.PartToolCall, "call_2"); edit == nil || edit.IsError || !strings.Contains(string(edit.Result), "Configuration updated") {
+		t.Errorf("call_2 after approval: got %+v", edit)
+	}
+	if !contains(lines(raw.of(r2.ID), thread.RawProviderSent), `"optionId":"allow"`) {
+		t.Error("the continuation's raw sent lines hold no answer with option allow")
 	}
 }

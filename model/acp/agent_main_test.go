@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,32 @@ func TestMain(m *testing.M) {
 		testAgent(mode)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 && leaked() != "" {
+		fmt.Fprintf(os.Stderr, "goroutines of the ACP client left after every test:\n%s\n", leaked())
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// leaked returns the stacks of goroutines of this package's client or the
+// SDK still running once every test's service and registry stopped (they
+// get a few seconds: the SDK drains its notifications in the background).
+func leaked() string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		var left []string
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "acp-go-sdk") || strings.Contains(g, "model/acp.(") {
+				left = append(left, g)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return strings.Join(left, "\n\n")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 type rpc struct {
