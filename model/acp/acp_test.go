@@ -71,7 +71,7 @@ func setup(t *testing.T, modes ...string) *fixture {
 		agents[m] = acp.AgentConfig{Command: os.Args[0], Cwd: f.dir, Timeout: acp.Duration(2 * time.Second), MaxMessageBytes: 1 << 20,
 			Env: map[string]string{"ACPTEST_MODE": m, "ACPTEST_PIDFILE": f.pids[m], "ACPTEST_MARK": filepath.Join(f.dir, m+".mark")}}
 	}
-	f.reg = newRegistry(t, agents)
+	f.reg = newRegistry(t, agents, nil)
 	f.svc = engine.New(threadtest.New(), stream.New[thread.Event](256), f.reg, nil, engine.Config{StartLinger: -1, Raw: f.raw})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -82,7 +82,9 @@ func setup(t *testing.T, modes ...string) *fixture {
 	return f
 }
 
-func newRegistry(t *testing.T, agents map[string]acp.AgentConfig) *model.Registry {
+// newRegistry is a model registry with agents, and env over the
+// service's environment.
+func newRegistry(t *testing.T, agents map[string]acp.AgentConfig, env map[string]string) *model.Registry {
 	t.Helper()
 	b, err := json.Marshal(acp.Config{Agents: agents})
 	if err != nil {
@@ -95,6 +97,9 @@ func newRegistry(t *testing.T, agents map[string]acp.AgentConfig) *model.Registr
 	reg, err := model.NewRegistry(func(k string) string {
 		if k == acp.EnvConfig {
 			return path
+		}
+		if v, ok := env[k]; ok {
+			return v
 		}
 		return os.Getenv(k)
 	})
@@ -425,7 +430,7 @@ func TestSDKExampleAgent(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the SDK's example agent: %v\n%s", err, out)
 	}
-	reg := newRegistry(t, map[string]acp.AgentConfig{"example": {Command: bin, Cwd: dir, Timeout: acp.Duration(10 * time.Second)}})
+	reg := newRegistry(t, map[string]acp.AgentConfig{"example": {Command: bin, Cwd: dir, Timeout: acp.Duration(10 * time.Second)}}, nil)
 	raw := &rawSink{recs: map[uuid.UUID][]rawRec{}}
 	svc := engine.New(threadtest.New(), stream.New[thread.Event](256), reg, nil, engine.Config{StartLinger: -1, Raw: raw})
 	t.Cleanup(func() {
@@ -464,5 +469,65 @@ func TestSDKExampleAgent(t *testing.T) {
 	}
 	if !contains(lines(raw.of(r2.ID), thread.RawProviderSent), `"optionId":"allow"`) {
 		t.Error("the continuation's raw sent lines hold no answer with option allow")
+	}
+}
+
+// TestMCPServersHandedOver: the stdio servers of THREADLINE_MCP_CONFIG
+// reach session/new; HTTP ones do not.
+func TestMCPServersHandedOver(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mcpFile := filepath.Join(dir, "mcp.json")
+	cfg := `{"servers":[{"name":"files","command":"mcp-files","args":["/srv"]},{"name":"web","url":"http://127.0.0.1:9/mcp"}]}`
+	if err := os.WriteFile(mcpFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pid := filepath.Join(dir, "pid")
+	reg := newRegistry(t, map[string]acp.AgentConfig{"all": {Command: os.Args[0], Cwd: dir,
+		Env: map[string]string{"ACPTEST_MODE": "all", "ACPTEST_PIDFILE": pid}}}, map[string]string{"THREADLINE_MCP_CONFIG": mcpFile})
+	svc := engine.New(threadtest.New(), stream.New[thread.Event](64), reg, nil, engine.Config{StartLinger: -1})
+	t.Cleanup(func() { svc.Shutdown(context.Background()); reg.Stop() })
+	f := &fixture{svc: svc}
+	r, evs := f.run(t, uuid.New(), ask("all", "hi"))
+	if _, n := final(t, evs, r); !strings.Contains(n.Text(), "MCP<files=mcp-files>") {
+		t.Errorf("the agent's session/new named: got %q, want files only", n.Text())
+	}
+	gone(t, pid)
+}
+
+// TestConfig: the registry lists each agent as acp:<name>; a bad file
+// stops it with an error naming the variable and what is wrong.
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, map[string]acp.AgentConfig{"coder": {Command: "/bin/true"}}, nil)
+	var found bool
+	for _, m := range reg.List() {
+		if m.Name == "acp:coder" && m.Provider == model.ProviderACP && m.Configured {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("List: got %+v, want acp:coder", reg.List())
+	}
+	for _, c := range []struct{ file, want string }{
+		{`{"agents":{"x":{}}}`, "no command"},
+		{`{"agents":{"x":{"command":"a","cwd":"rel"}}}`, "absolute path"},
+		{`{"agents":{"x":{"command":"a","timeout":-1}}}`, "negative"},
+		{`{"agents":{"bad name":{"command":"a"}}}`, "a name is"},
+		{`{"agents":{"x":{"command":"a","extra":1}}}`, "unknown field"},
+	} {
+		path := filepath.Join(t.TempDir(), "agents.json")
+		if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := model.NewRegistry(func(k string) string {
+			if k == acp.EnvConfig {
+				return path
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), acp.EnvConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error naming %s saying %q", c.file, err, acp.EnvConfig, c.want)
+		}
 	}
 }

@@ -58,6 +58,7 @@ type agentIO struct {
 	in  *bufio.Scanner
 	out *bufio.Writer
 	sid string
+	mcp []string // the MCP servers session/new named
 }
 
 func (a *agentIO) send(v any) {
@@ -101,6 +102,16 @@ func testAgent(mode string) {
 		case "initialize":
 			a.reply(m.ID, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}, "authMethods": []any{}})
 		case "session/new":
+			var p struct {
+				McpServers []struct {
+					Name    string `json:"name"`
+					Command string `json:"command"`
+				} `json:"mcpServers"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			for _, s := range p.McpServers {
+				a.mcp = append(a.mcp, s.Name+"="+s.Command)
+			}
 			a.reply(m.ID, map[string]any{"sessionId": a.sid})
 		case "session/prompt":
 			var p struct {
@@ -137,7 +148,7 @@ func (a *agentIO) turn(mode string, id json.RawMessage, prompt string) {
 		a.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "t2", "status": "failed", "rawOutput": map[string]any{"exit": 1}})
 		a.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "t3", "title": "Left open", "status": "pending"})
 		a.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}})
-		a.text("agent_message_chunk", "\nPROMPT<"+prompt+">")
+		a.text("agent_message_chunk", "\nMCP<"+strings.Join(a.mcp, ",")+">\nPROMPT<"+prompt+">")
 		end("end_turn")
 	case "perm":
 		a.text("agent_message_chunk", "May I?")
