@@ -531,3 +531,18 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// registryAt is a model registry with the agents file at path.
+func registryAt(tb testing.TB, path string) *model.Registry {
+	tb.Helper()
+	reg, err := model.NewRegistry(func(k string) string {
+		if k == acp.EnvConfig {
+			return path
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reg
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,14 @@ func (a *agentIO) turn(mode string, id json.RawMessage, prompt string) {
 				return
 			}
 		}
+	case "bench":
+		// ACPTEST_N chunks, one every 500µs, each its send time in unix nanoseconds.
+		n, _ := strconv.Atoi(os.Getenv("ACPTEST_N"))
+		for i := 0; i < n; i++ {
+			a.text("agent_message_chunk", strconv.FormatInt(time.Now().UnixNano(), 10)+" ")
+			time.Sleep(500 * time.Microsecond)
+		}
+		end("end_turn")
 	case "refusal":
 		a.text("agent_message_chunk", "No.")
 		end("refusal")
