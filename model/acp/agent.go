@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -81,14 +82,13 @@ func (a *Agent) Stream(ctx context.Context, req thread.ModelRequest, onToken fun
 		}
 		sreq.Messages = append(sreq.Messages, msg)
 	}
-	res, err := a.StreamStep(ctx, sreq, func(d step.Delta) error {
+	res, err := a.step(ctx, sreq, func(d step.Delta) error {
 		if d.Kind == step.Text && d.Text != "" {
 			return onToken(d.Text)
 		}
 		return nil
-	})
+	}, false)
 	if err == nil && res.Waiting {
-		a.Close()
 		err = a.fail("it asked for a permission, which a chat call cannot give")
 	}
 	stop := res.StopReason
@@ -106,6 +106,12 @@ func (a *Agent) Stream(ctx context.Context, req thread.ModelRequest, onToken fun
 // agent is sent session/cancel first). The process is killed and reaped
 // whenever the step does not end waiting.
 func (a *Agent) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
+	return a.step(ctx, req, onDelta, true)
+}
+
+// step is StreamStep; a step that ends waiting keeps its process only
+// when park is set (else it is killed and the result still says Waiting).
+func (a *Agent) step(ctx context.Context, req step.Request, onDelta func(step.Delta) error, park bool) (step.Result, error) {
 	var s *session
 	var err error
 	if len(req.Approvals) > 0 {
@@ -120,11 +126,11 @@ func (a *Agent) StreamStep(ctx context.Context, req step.Request, onDelta func(s
 	res, err := s.pump(ctx, onDelta, req.Approvals)
 	s.setRaw(nil, nil)
 	res.Model = a.name
-	if err == nil && res.Waiting && a.park(s) {
+	if err == nil && res.Waiting && park && a.park(s) {
 		return res, nil
 	}
 	s.close()
-	if err == nil && res.Waiting {
+	if err == nil && res.Waiting && park {
 		err = a.fail("the service is stopping")
 	}
 	return res, err
@@ -279,10 +285,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	cwd := s.a.cfg.Cwd
 	if cwd == "" {
-		cwd = s.a.getenv("PWD")
-	}
-	if cwd == "" {
-		cwd = "/"
+		cwd, _ = os.Getwd() // the process's too
 	}
 	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: mcp})
 	if err != nil {
