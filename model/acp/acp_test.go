@@ -392,6 +392,7 @@ func TestMisbehaving(t *testing.T) {
 		{"garbage", errcode.ModelError, "not JSON-RPC"},
 		{"huge", errcode.ModelError, "over 1048576 bytes"},
 		{"hang", errcode.ModelTimeout, "nothing from the agent for 2s"},
+		{"initerr", errcode.ModelError, "initialize: the agent answered an error (-32000): not logged in"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
@@ -573,5 +574,36 @@ func TestChatStream(t *testing.T) {
 	r, evs := f.run(t, uuid.New(), ask("perm", "go"))
 	if st, _ := final(t, evs, r); st != thread.RunRequiresAction {
 		t.Errorf("a run after the chat call: got %s, want requires_action", st)
+	}
+}
+
+// TestPermissionTimeout: a process whose permission is not answered
+// within permission_timeout is killed, and the continuation then fails
+// saying so.
+func TestPermissionTimeout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pid := filepath.Join(dir, "pid")
+	reg := newRegistry(t, map[string]acp.AgentConfig{"perm": {Command: os.Args[0], Cwd: dir, PermissionTimeout: acp.Duration(300 * time.Millisecond),
+		Env: map[string]string{"ACPTEST_MODE": "perm", "ACPTEST_PIDFILE": pid}}}, nil)
+	svc := engine.New(threadtest.New(), stream.New[thread.Event](64), reg, nil, engine.Config{StartLinger: -1})
+	t.Cleanup(func() { svc.Shutdown(context.Background()); reg.Stop() })
+	f := &fixture{svc: svc}
+	tid := uuid.New()
+	r, evs := f.run(t, tid, ask("perm", "go"))
+	if st, _ := final(t, evs, r); st != thread.RunRequiresAction {
+		t.Fatalf("got %s, want requires_action", st)
+	}
+	b, _ := os.ReadFile(pid)
+	n, _ := strconv.Atoi(string(b))
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(n, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting process was not killed after its permission_timeout")
+		}
+	}
+	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "p1", Approved: true}}})
+	st, _ := final(t, evs, r2)
+	if e := errorEvent(evs); st != thread.RunFailed || e == nil || !strings.Contains(e.Text, "is gone") {
+		t.Errorf("continuation: got %s %+v, want failed saying the process is gone", st, e)
 	}
 }

@@ -155,6 +155,7 @@ func (a *Agent) start(ctx context.Context, req step.Request) (*session, error) {
 	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.cfg.Timeout))
 	defer cancel()
 	if err := s.handshake(hctx); err != nil {
+		why := s.why(err) // before close: the kill is not the cause
 		s.close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -162,7 +163,7 @@ func (a *Agent) start(ctx context.Context, req step.Request) (*session, error) {
 		if hctx.Err() != nil {
 			return nil, &errcode.Error{Code: errcode.ModelTimeout, Message: fmt.Sprintf("acp agent %s: no answer to %s within %s", a.name, s.phase, time.Duration(a.cfg.Timeout))}
 		}
-		return nil, a.fail("%s: %s", s.phase, s.why(err))
+		return nil, a.fail("%s: %s", s.phase, why)
 	}
 	prompt := promptBlocks(req.Messages)
 	go func() {

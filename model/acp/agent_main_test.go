@@ -101,6 +101,10 @@ func testAgent(mode string) {
 		m := a.next()
 		switch m.Method {
 		case "initialize":
+			if mode == "initerr" {
+				a.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32000, "message": "not logged in"}})
+				continue
+			}
 			a.reply(m.ID, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}, "authMethods": []any{}})
 		case "session/new":
 			var p struct {
