@@ -339,16 +339,8 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		}
 		fileDefault = fc.Default
 	}
-	for _, name := range strings.Split(getenv(EnvModels), ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		e, err := r.lookup(name)
-		if err != nil {
-			return nil, errcode.New(errcode.Invalid, "%s: %s", EnvModels, errcode.Message(err))
-		}
-		r.listOnce(e.name)
+	if err := r.addListed(); err != nil {
+		return nil, err
 	}
 	if err := r.addAgents(); err != nil {
 		return nil, err
@@ -367,6 +359,23 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		break
 	}
 	return r, nil
+}
+
+// addListed lists the names of THREADLINE_MODELS; an unknown one is an
+// invalid_request error naming the variable.
+func (r *Registry) addListed() error {
+	for _, name := range strings.Split(r.getenv(EnvModels), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		e, err := r.lookup(name)
+		if err != nil {
+			return errcode.New(errcode.Invalid, "%s: %s", EnvModels, errcode.Message(err))
+		}
+		r.listOnce(e.name)
+	}
+	return nil
 }
 
 func (r *Registry) listOnce(name string) {
