@@ -3,6 +3,7 @@ module github.com/threadline/threadline
 go 1.26.8
 
 require (
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0

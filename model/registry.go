@@ -14,6 +14,10 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/threadline/threadline/model/acp"
+	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
@@ -28,6 +32,9 @@ const (
 	ProviderAnthropic = "anthropic"
 	ProviderGoogleAI  = "googleai"
 	ProviderOllama    = "ollama"
+	// ProviderACP is an external agent of THREADLINE_ACP_CONFIG, named
+	// "acp:<name>" (package model/acp).
+	ProviderACP = "acp"
 )
 
 // Defaults of provider models.
@@ -172,6 +179,8 @@ type Registry struct {
 
 	mu    sync.Mutex
 	cache map[string]*entry // provider:model names resolved so far
+
+	agents []*acp.Agent // THREADLINE_ACP_CONFIG's
 }
 
 // Start starts the goroutine that paces the built-in models (their first
@@ -180,7 +189,70 @@ func (r *Registry) Start() { r.pacer.Start() }
 
 // Stop stops it: streams still paced end with ErrPacerStopped. Call it
 // once no run uses the registry's models any more.
-func (r *Registry) Stop() { r.pacer.Stop() }
+func (r *Registry) Stop() {
+	r.pacer.Stop()
+	for _, a := range r.agents {
+		a.Close()
+	}
+}
+
+// addAgents adds an "acp:<name>" model for each agent of the
+// THREADLINE_ACP_CONFIG file, handing each session the stdio servers of
+// THREADLINE_MCP_CONFIG. Errors name the variable.
+func (r *Registry) addAgents() error {
+	path := strings.TrimSpace(r.getenv(acp.EnvConfig))
+	if path == "" {
+		return nil
+	}
+	cfg, err := acp.LoadConfig(path)
+	if err != nil {
+		return errcode.New(errcode.Invalid, "%s %s: %s", acp.EnvConfig, path, errcode.Message(err))
+	}
+	servers, err := acpMCPServers(r.getenv)
+	if err != nil {
+		return err
+	}
+	for _, n := range cfg.Names() {
+		name := ProviderACP + ":" + n
+		if _, dup := r.named[name]; dup {
+			return errcode.New(errcode.Invalid, "%s: model %q is defined twice", acp.EnvConfig, name)
+		}
+		a := acp.New(n, cfg.Agents[n], r.getenv, servers)
+		r.agents = append(r.agents, a)
+		r.named[name] = &entry{name: name, provider: ProviderACP, model: n, m: a}
+		r.order = append(r.order, name)
+	}
+	return nil
+}
+
+// acpMCPServers are the stdio MCP servers of THREADLINE_MCP_CONFIG as
+// ACP hands them to an agent (HTTP ones stay the service's own).
+func acpMCPServers(getenv func(string) string) ([]sdk.McpServer, error) {
+	path := strings.TrimSpace(getenv("THREADLINE_MCP_CONFIG"))
+	if path == "" {
+		return nil, nil
+	}
+	mc, err := mcp.LoadConfig(path)
+	if err != nil {
+		return nil, errcode.New(errcode.Invalid, "THREADLINE_MCP_CONFIG: %s", errcode.Message(err))
+	}
+	var out []sdk.McpServer
+	for _, s := range mc.Servers {
+		if s.Command == "" {
+			continue
+		}
+		env := []sdk.EnvVariable{}
+		for k, v := range s.Env {
+			env = append(env, sdk.EnvVariable{Name: k, Value: os.Expand(v, getenv)})
+		}
+		args := s.Args
+		if args == nil {
+			args = []string{}
+		}
+		out = append(out, sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: s.Name, Command: s.Command, Args: args, Env: env}})
+	}
+	return out, nil
+}
 
 // NewRegistry reads the configuration from getenv (os.Getenv in the
 // server; a map in tests) and, when THREADLINE_MODELS_FILE names one, the
@@ -195,6 +267,7 @@ func (r *Registry) Stop() { r.pacer.Stop() }
 //	ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL  anthropic:<model>
 //	GOOGLE_API_KEY or GEMINI_API_KEY    googleai:<model>
 //	OLLAMA_HOST                          ollama:<model>
+//	THREADLINE_ACP_CONFIG                JSON file of ACP agents, acp:<name> (package model/acp)
 //
 // It returns an invalid_request *errcode.Error for a malformed value,
 // file or default.
@@ -268,16 +341,11 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		}
 		fileDefault = fc.Default
 	}
-	for _, name := range strings.Split(getenv(EnvModels), ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		e, err := r.lookup(name)
-		if err != nil {
-			return nil, errcode.New(errcode.Invalid, "%s: %s", EnvModels, errcode.Message(err))
-		}
-		r.listOnce(e.name)
+	if err := r.addListed(); err != nil {
+		return nil, err
+	}
+	if err := r.addAgents(); err != nil {
+		return nil, err
 	}
 	r.def = BuiltinName
 	for _, d := range []struct{ from, name string }{{EnvDefaultModel, strings.TrimSpace(getenv(EnvDefaultModel))}, {"the models file's default", fileDefault}} {
@@ -293,6 +361,23 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 		break
 	}
 	return r, nil
+}
+
+// addListed lists the names of THREADLINE_MODELS; an unknown one is an
+// invalid_request error naming the variable.
+func (r *Registry) addListed() error {
+	for _, name := range strings.Split(r.getenv(EnvModels), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		e, err := r.lookup(name)
+		if err != nil {
+			return errcode.New(errcode.Invalid, "%s: %s", EnvModels, errcode.Message(err))
+		}
+		r.listOnce(e.name)
+	}
+	return nil
 }
 
 func (r *Registry) listOnce(name string) {

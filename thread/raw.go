@@ -16,6 +16,10 @@ import (
 const (
 	// RawProvider records are what the model's provider streamed.
 	RawProvider = "provider"
+	// RawProviderSent is the kind a run loop hands RawSink.Append for a
+	// line the model sent its provider (an ACP agent's JSON-RPC); it is
+	// kept as source RawProvider, kind RawSent.
+	RawProviderSent = "provider_sent"
 	// RawTool records are server tool calls.
 	RawTool = "tool"
 	// RawService records are the service's notes in a run's raw log:
@@ -29,6 +33,11 @@ const (
 	// line, a line of a JSON array, an NDJSON line); Data is that line as a
 	// JSON string.
 	RawChunk = "chunk"
+	// RawSent is one line the service sent the provider, where the
+	// exchange is lines both ways (an ACP agent's JSON-RPC; RawChunk
+	// records are then the lines the agent sent); Data is that line as a
+	// JSON string.
+	RawSent = "sent"
 	// RawCall is a server tool call: Data is {"tool_call_id", "tool_name",
 	// "input", "output", "is_error"} (see RawSink).
 	RawCall = "call"

@@ -249,6 +249,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.str(&builtinMode, "builtin-mode", "THREADLINE_BUILTIN_MODE", "words", "what the built-in model answers: words (the benchmarks' workload) or demo")
 	e.str(&defModel, "default-model", "THREADLINE_DEFAULT_MODEL", "builtin", "model used when run_config.model is empty")
 	e.str(&modelsFile, "models-file", "THREADLINE_MODELS_FILE", "", "JSON file of named models")
+	var acpConfig string
+	e.str(&acpConfig, "acp-config", "THREADLINE_ACP_CONFIG", "", "JSON file of external agents run over ACP, as models acp:<name> (empty: none)")
 	var approval string
 	e.str(&approval, "tool-approval", "THREADLINE_TOOL_APPROVAL", "", "built-in tools whose every call waits for a person's approval, comma separated (e.g. clock,wait)")
 	e.str(&cfg.MCPConfig, "mcp-config", "THREADLINE_MCP_CONFIG", "", "JSON file naming MCP servers whose tools runs may call (empty: built-in tools only)")
@@ -283,6 +285,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"THREADLINE_BUILTIN_MODE":   builtinMode,
 		"THREADLINE_DEFAULT_MODEL":  defModel,
 		"THREADLINE_MODELS_FILE":    modelsFile,
+		"THREADLINE_ACP_CONFIG":     acpConfig,
 	}
 	cfg.Getenv = func(k string) string {
 		if v, ok := over[k]; ok {

@@ -33,6 +33,13 @@ type Request struct {
 	// Call differs between calls on the same prompt (the run's sequence in
 	// the thread), so the built-in model varies deterministically.
 	Call int64
+	// Approvals, on a continuation's first step, answer the calls the
+	// model itself asked a person about (see PermissionPart).
+	Approvals []Approval
+	// OnRawSent, when set, receives each line the model sends to its
+	// provider when the exchange is a protocol of lines both ways (an ACP
+	// agent's JSON-RPC); like OnRaw otherwise.
+	OnRawSent func(line []byte)
 	// OnRaw, when set, receives each non-empty line of the provider's response as
 	// it arrives (SSE lines for OpenAI-compatible servers and Anthropic,
 	// the JSON array's lines for Google, NDJSON for Ollama), before the
@@ -97,8 +104,13 @@ const (
 	// cannot stream arguments sends them whole in one delta.
 	ToolCallArgs
 	// Data is an agent action that is not a call (a plan, files), sent
-	// whole; only the built-in model makes them.
+	// whole; the built-in model and external (ACP) agents make them.
 	Data
+	// ToolResult answers a call the model ran itself (an external agent
+	// runs its own tools): Data is the result, IsError says it failed. A
+	// call answered so is logged, never run by the engine. ToolCallID
+	// names a call of this step or of the turn's earlier runs.
+	ToolResult
 )
 
 // Delta is one piece of a streamed reply.
@@ -110,6 +122,7 @@ type Delta struct {
 	ArgsText   string // ToolCallArgs
 	Name       string // Data: the part's name ("plan")
 	Data       json.RawMessage
+	IsError    bool // ToolResult
 }
 
 // Stop reasons of a step.
@@ -117,7 +130,27 @@ const (
 	StopDone      = "stop"
 	StopLength    = "length"
 	StopToolCalls = "tool-calls"
+	// StopContentFilter: the model refused (assistant-ui's
+	// incomplete/content-filter).
+	StopContentFilter = "content-filter"
 )
+
+// PermissionPart is the name of the data part a model that runs its own
+// tools (an ACP agent) sends for a call that waits for a person's
+// approval: {"id","toolCallId","options":[{"optionId","name","kind"}],…}.
+// The engine treats such a call like a server tool marked approval, and
+// hands the continuation's answer back to the model (Request.Approvals)
+// instead of running the call.
+const PermissionPart = "permission"
+
+// Approval is a person's answer to a call a PermissionPart asked about.
+type Approval struct {
+	ToolCallID string
+	Approved   bool
+	Reason     string
+	// Permission is the value of the call's PermissionPart.
+	Permission json.RawMessage
+}
 
 // Result describes a finished step.
 type Result struct {
@@ -126,6 +159,11 @@ type Result struct {
 	CompletionTokens int
 	// StopReason is StopDone, StopLength or StopToolCalls.
 	StopReason string
+	// Waiting says the model ran the step's calls itself (ToolResult
+	// deltas answered them) and those still unanswered wait for a person's
+	// approval it asked for (PermissionPart): the run ends
+	// requires_action and runs none of them.
+	Waiting bool
 	// ToolCalls are the step's calls, whole, in the order they opened:
 	// their streamed pieces joined. The engine runs them (or asks for
 	// approval) and calls the model again with their results.

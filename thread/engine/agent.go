@@ -63,6 +63,14 @@ func (t *turnRun) onDelta(d step.Delta) error {
 		t.add(thread.Record{Kind: thread.KindToolCall, CallID: t.callID(d.ToolCallID), Name: thread.Storable(d.ToolName), Text: thread.Storable(d.ArgsText)})
 	case step.Data:
 		t.add(thread.Record{Kind: thread.KindData, Name: thread.Storable(d.Name), Data: thread.StorableJSON(d.Data)})
+	case step.ToolResult:
+		id, ok := t.ids[d.ToolCallID]
+		if !ok {
+			id = thread.Storable(d.ToolCallID) // a call of the turn's earlier run
+		}
+		if p, open := t.fold.Call(id); open && p.Result == nil {
+			t.add(thread.Record{Kind: thread.KindToolResult, CallID: id, Data: thread.StorableJSON(d.Data), IsError: d.IsError})
+		}
 	}
 	return nil
 }
@@ -108,27 +116,36 @@ func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg
 	sreq := stepRequest(req, s.runTools(cfg))
 	if s.cfg.Raw != nil {
 		runID := t.ar.run.ID
-		sreq.OnRaw = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, "provider", thread.JSONString(line)) }
+		sreq.OnRaw = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, thread.RawProvider, thread.JSONString(line)) }
+		sreq.OnRawSent = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, thread.RawProviderSent, thread.JSONString(line)) }
 	}
 	base := sreq.Messages
 	maxSteps := cmp(cfg.MaxSteps, thread.DefaultMaxSteps)
 	var res thread.ModelResult
 	if ans := t.ar.answers; ans != nil {
-		if err := t.answer(ctx, cfg, ans); err != nil {
+		agentAnswers, err := t.answer(ctx, cfg, ans)
+		if err != nil {
 			t.answerAll(unrunReason(ctx))
 			return res, err
 		}
+		sreq.Approvals = agentAnswers
 	}
 	for n := 1; ; n++ {
 		t.ids, t.opened = map[string]string{}, nil
 		sreq.Messages = t.messages(base)
 		sres, err := st.StreamStep(ctx, sreq, t.onDelta)
+		sreq.Approvals = nil
 		res = addStep(res, sres)
 		if err != nil {
 			t.answerAll(unrunReason(ctx))
 			return res, err
 		}
 		t.logUnstreamed(sres.ToolCalls)
+		if sres.Waiting && len(t.fold.Unanswered()) > 0 {
+			res.StopReason = step.StopToolCalls // requires action: the model asked
+			return res, nil
+		}
+		t.dropAnswered()
 		if len(t.opened) == 0 {
 			return res, nil
 		}
@@ -175,10 +192,22 @@ func addStep(res thread.ModelResult, s step.Result) thread.ModelResult {
 		res.Model = s.Model
 	}
 	res.StopReason = step.StopDone
-	if s.StopReason == step.StopLength {
-		res.StopReason = step.StopLength
+	if s.StopReason == step.StopLength || s.StopReason == step.StopContentFilter {
+		res.StopReason = s.StopReason
 	}
 	return res
+}
+
+// dropAnswered leaves out of this step's calls those the model answered
+// itself (step.ToolResult): the engine runs only the others.
+func (t *turnRun) dropAnswered() {
+	open := t.opened[:0]
+	for _, id := range t.opened {
+		if p, ok := t.fold.Call(id); ok && p.Result == nil {
+			open = append(open, id)
+		}
+	}
+	t.opened = open
 }
 
 // logUnstreamed logs the calls a step returned whole without streaming

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -49,7 +50,7 @@ func (s *Service) waitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*che
 			continue
 		}
 		waiting++
-		approval := s.cfg.Tools != nil && s.needsApproval(p.ToolName)
+		approval := s.cfg.Tools != nil && s.needsApproval(p.ToolName) || permission(tip.Content, p.ToolCallID) != nil
 		switch {
 		case approval && !approvals[p.ToolCallID]:
 			return nil, errcode.New(errcode.Invalid, "tool call %s (%s) waits for an approval", p.ToolCallID, p.ToolName)
@@ -102,14 +103,22 @@ func seeded(r *thread.Run, tree *checkpoint.Tree) thread.Turn {
 }
 
 // answer logs a continuation's answers: client results as they are, a
-// rejected approval as an error, and runs the approved calls.
-func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *answers) error {
+// rejected approval as an error, and runs the approved calls. The answers
+// to calls the model itself asked about (a step.PermissionPart) are not
+// logged: they are returned, for the model's next step.
+func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *answers) ([]step.Approval, error) {
 	var approved []pendingCall
+	var agent []step.Approval
 	for _, a := range ans.results {
 		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.StorableJSON(a.Result), IsError: a.IsError})
 	}
+	content := t.fold.Content()
 	for _, a := range ans.approvals {
 		p, _ := t.fold.Call(a.CallID)
+		if perm := permission(content, a.CallID); perm != nil {
+			agent = append(agent, step.Approval{ToolCallID: a.CallID, Approved: a.Approved, Reason: a.Reason, Permission: perm})
+			continue
+		}
 		if a.Approved {
 			approved = append(approved, pendingCall{id: a.CallID, name: p.ToolName, args: json.RawMessage(p.ArgsText), approved: true})
 			continue
@@ -121,9 +130,26 @@ func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *answers
 		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.JSONString([]byte(msg)), IsError: true})
 	}
 	if len(approved) == 0 {
-		return nil
+		return agent, nil
 	}
-	return t.runCalls(ctx, cfg, approved)
+	return agent, t.runCalls(ctx, cfg, approved)
+}
+
+// permission returns the value of the step.PermissionPart data part that
+// asks about call id, or nil.
+func permission(content []checkpoint.Part, id string) json.RawMessage {
+	for _, p := range content {
+		if p.Type != checkpoint.PartData || p.Name != step.PermissionPart {
+			continue
+		}
+		var v struct {
+			ToolCallID string `json:"toolCallId"`
+		}
+		if json.Unmarshal(p.Data, &v) == nil && v.ToolCallID == id {
+			return p.Data
+		}
+	}
+	return nil
 }
 
 // answers is what a continuation run answers before its first step.

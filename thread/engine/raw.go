@@ -81,13 +81,16 @@ func (w *RawWriter) Start() {
 func (w *RawWriter) Stop() { w.life.Stop() }
 
 // Append implements thread.RawSink: it queues the record and returns at once. A
-// "provider" record becomes a thread.RawChunk, a "tool" record a thread.RawCall; a
+// "provider" record becomes a thread.RawChunk, a "provider_sent" record a
+// provider thread.RawSent, a "tool" record a thread.RawCall; a
 // record over the queue's bound is dropped and counted.
 func (w *RawWriter) Append(runID uuid.UUID, seq int64, kind string, payload json.RawMessage) {
 	r := thread.RawRecord{Sequence: seq, Source: kind, Kind: kind, Data: payload, At: time.Now().UTC()}
 	switch kind {
 	case thread.RawProvider:
 		r.Kind = thread.RawChunk
+	case thread.RawProviderSent:
+		r.Source, r.Kind = thread.RawProvider, thread.RawSent
 	case thread.RawTool:
 		r.Kind = thread.RawCall
 	}

@@ -148,8 +148,8 @@ func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStat
 		return thread.RunFailed, nil, &thread.RunError{Code: me.Code, Message: thread.Storable(me.Message)}
 	case err != nil:
 		return thread.RunFailed, nil, &thread.RunError{Code: errcode.ModelError, Message: thread.Storable(err.Error())}
-	case res.StopReason == "length":
-		return thread.RunSucceeded, &checkpoint.Status{Type: "incomplete", Reason: "length"}, nil
+	case res.StopReason == "length", res.StopReason == "content-filter":
+		return thread.RunSucceeded, &checkpoint.Status{Type: "incomplete", Reason: res.StopReason}, nil
 	case res.StopReason == "tool-calls":
 		st := waitingStatus
 		return thread.RunRequiresAction, &st, nil
