@@ -3,6 +3,7 @@ module github.com/threadline/threadline
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
