@@ -89,7 +89,7 @@ type Message struct {
 }
 
 // Text returns the message's text parts joined.
-func (m *Message) Text() string {
+func (m Message) Text() string {
 	var b strings.Builder
 	for _, p := range m.Content {
 		if p.Type == "text" {
@@ -101,7 +101,7 @@ func (m *Message) Text() string {
 
 // WaitingCalls returns the message's tool calls without a result: those a
 // requires_action run waits for.
-func (m *Message) WaitingCalls() []Part {
+func (m Message) WaitingCalls() []Part {
 	var out []Part
 	for _, p := range m.Content {
 		if p.Type == "tool-call" && p.Result == nil {
@@ -119,8 +119,10 @@ type MessageStatus struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// MessageMetadata holds the checkpoint a message is stored as.
+// MessageMetadata holds the run that wrote an assistant message (RunID,
+// assistant-ui's own field) and the checkpoint a message is stored as.
 type MessageMetadata struct {
+	RunID  *string `json:"runId,omitempty"`
 	Custom struct {
 		CheckpointID       *string `json:"checkpointId"`
 		ParentCheckpointID *string `json:"parentCheckpointId"`
