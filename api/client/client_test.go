@@ -91,8 +91,11 @@ func TestRunRejoinsAfterDroppedConnection(t *testing.T) {
 	if got, want := tokens(evs), final.LastMessage().Text(); got != want || got == "" {
 		t.Fatalf("streamed text %q, want the final reply %q", got, want)
 	}
-	if r.Rejoins() != 2 || len(rejoinedAfter) != 4 || rejoinedAfter[0] != 5 || rejoinedAfter[1] != 20 || rejoinedAfter[3] != 20 {
-		t.Fatalf("rejoins: got %d connections, attempts after %v; want 2, after [5 20 20 20]", r.Rejoins(), rejoinedAfter)
+	// Each rejoin starts after the last event read: the one the cut came
+	// at, or a later one already in the socket's buffer.
+	a := rejoinedAfter
+	if r.Rejoins() != 2 || len(a) != 4 || a[0] < 5 || a[1] < 20 || a[2] != a[1] || a[3] != a[1] {
+		t.Fatalf("rejoins: got %d connections, attempts after %v; want 2, after [5 20 20 20] or later", r.Rejoins(), a)
 	}
 }
 
@@ -121,8 +124,9 @@ func TestRunGivesUpAfterAttempts(t *testing.T) {
 			p.Cut()
 		}
 	}
-	if gotErr == nil || !strings.Contains(gotErr.Error(), "gave up after 3 attempts") || last != 3 {
-		t.Fatalf("got error %v after sequence %d, want a give-up after 3 attempts after sequence 3", gotErr, last)
+	// Events already read from the socket before the cut still come.
+	if gotErr == nil || !strings.Contains(gotErr.Error(), "gave up after 3 attempts") || last < 3 {
+		t.Fatalf("got error %v after sequence %d, want a give-up after 3 attempts", gotErr, last)
 	}
 	if opened := p.Opened(); opened != 4 {
 		t.Fatalf("proxy saw %d connections, want the run and 3 rejoins", opened)
@@ -319,4 +323,30 @@ func mustStart(t *testing.T, c *client.Client, tid string, req client.RunRequest
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestRunStartRetriesOnlyIdempotent: a start whose message has an id is
+// retried when the network fails; one without is sent once and fails.
+func TestRunStartRetriesOnlyIdempotent(t *testing.T) {
+	t.Parallel()
+	p := newProxy(t, strings.TrimPrefix(exampleURL, "http://"))
+	c := client.New(p.URL(), client.WithRetry(fastRetry))
+	p.Refuse(1)
+	if _, err := c.RunStart(t.Context(), uuid.NewString(), client.RunRequest{Message: message("once")}); err == nil {
+		t.Fatal("a start without a message id was retried past a dropped connection")
+	}
+	p.Refuse(2)
+	tid, mid := uuid.NewString(), uuid.NewString()
+	r, err := c.RunStart(t.Context(), tid, client.RunRequest{Message: &client.NewMessage{ID: mid, Content: "again"}})
+	if err != nil {
+		t.Fatalf("idempotent start: %v", err)
+	}
+	evs := collect(t, r, nil)
+	checkSequences(t, evs)
+	if got := evs[0].Messages[0].ID; got != mid {
+		t.Fatalf("user message id: got %s, want %s", got, mid)
+	}
+	if opened := p.Opened(); opened != 4 {
+		t.Fatalf("proxy saw %d connections, want 1 refused start, then 2 refused and 1 served", opened)
+	}
 }
