@@ -52,7 +52,7 @@ func startChat(t *testing.T, args ...string) *screen {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		tty.Close()
-		if t.Failed() {
+		if t.Failed() || testing.Verbose() {
 			t.Logf("screen:\n%s", s.text())
 		}
 	})
@@ -144,7 +144,8 @@ func (p *cutProxy) cut() {
 // streams, /regen makes a second branch, /prev and /next switch it,
 // /list lists the thread, /edit forks the question, an approval and an
 // ask_user question are answered inline, a reply whose connection drops
-// still completes, Ctrl-C cancels a reply and Ctrl-D exits.
+// still completes, Ctrl-C cancels a reply, /new and /open leave and
+// reopen the thread, and Ctrl-D exits.
 func TestChatInTerminal(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, pgtest.New(t), "THREADLINE_BUILTIN_MODE=demo", "THREADLINE_BUILTIN_DELAY=30ms", "THREADLINE_TOOL_APPROVAL=clock")
@@ -221,6 +222,21 @@ func TestChatInTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.expect("cancelled)")
+	sc.expect("you> ")
+
+	// /new leaves the thread; /open 1 shows it again on the branch
+	// last shown, the edited first message as branch 2 of 2.
+	sc.send("/new")
+	sc.expect("(new thread)")
+	sc.send("/list")
+	sc.expect("  1. ")
+	sc.expect("you> ")
+	sc.send("/open 1")
+	sc.expect("[2/2] you> what is 6*7?\n")
+	sc.expect("you> hello again, tell me everything\nassistant> ")
+	sc.expect("(cancelled)\nyou> ")
+	sc.send("/help")
+	sc.expect("/prev, /next")
 	sc.expect("you> ")
 
 	// Ctrl-D exits.
