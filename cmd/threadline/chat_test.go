@@ -192,6 +192,14 @@ func TestChatInTerminal(t *testing.T) {
 	sc.expect("You answered: **Do the sums**")
 	sc.expect("you> ")
 
+	// Reasoning streams (dimmed but for NO_COLOR), a plan's data parts
+	// show its progress.
+	sc.send("make a plan")
+	sc.expect("assistant> The request asks for a plan.")
+	sc.expect("[plan] Plan: 0/4 done")
+	sc.expect("[plan] Plan: 4/4 done")
+	sc.expect("you> ")
+
 	// A dropped connection mid-reply: the client rejoins and the reply
 	// reads whole, once.
 	sc.send("hello there")
@@ -233,6 +241,7 @@ func TestChatInTerminal(t *testing.T) {
 	sc.expect("you> ")
 	sc.send("/open 1")
 	sc.expect("[2/2] you> what is 6*7?\n")
+	sc.expect("[plan] Plan: 4/4 done")
 	sc.expect("you> hello again, tell me everything\nassistant> ")
 	sc.expect("(cancelled)\nyou> ")
 	sc.send("/help")

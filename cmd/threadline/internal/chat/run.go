@@ -63,6 +63,7 @@ func (s *session) stream(r *client.Run) *client.Event {
 	defer s.current.Store(nil)
 	p := printer{s: s, calls: map[string]bool{}}
 	s.printf("assistant> ")
+	p.bol = false
 	var final *client.Event
 	for ev, err := range r.Events() {
 		if err != nil {
@@ -81,7 +82,7 @@ func (s *session) stream(r *client.Run) *client.Event {
 	if final == nil {
 		return nil
 	}
-	s.printf("\n")
+	p.line()
 	var notes []string
 	if n := r.Rejoins(); n > 0 {
 		notes = append(notes, fmt.Sprintf("reconnected %d×", n))
@@ -158,7 +159,7 @@ func (p *printer) event(ev *client.Event) {
 		p.text(s.dim(" "+mark+" "+string(ev.Result)) + "\n")
 	case client.EventData:
 		p.line()
-		p.text(s.dim("["+ev.Name+"] "+string(ev.Data)) + "\n")
+		p.text(s.dim(dataText(ev.Name, ev.Data)) + "\n")
 	case client.EventError:
 		p.line()
 		p.text(fmt.Sprintf("error: %s: %s\n", ev.Code, ev.Error))
@@ -262,11 +263,46 @@ func (s *session) show(m *client.Message) {
 			p.text(s.dim("⚙ "+part.ToolName+" "+part.ArgsText+" "+res) + "\n")
 		case "data":
 			p.line()
-			p.text(s.dim("["+part.Name+"] "+string(part.Data)) + "\n")
+			p.text(s.dim(dataText(part.Name, part.Data)) + "\n")
 		}
 	}
 	if m.Status != nil && m.Status.Type == "incomplete" {
 		p.text(" " + s.dim("("+m.Status.Reason+")"))
 	}
 	p.line()
+}
+
+// dataText is a data part in a line: a plan's progress, the files a turn
+// wrote, else the value (its start).
+func dataText(name string, data json.RawMessage) string {
+	var v struct {
+		Title string `json:"title"`
+		Tasks []struct {
+			Status string `json:"status"`
+		} `json:"tasks"`
+	}
+	var files []struct {
+		Filename string `json:"filename"`
+	}
+	switch {
+	case name == "plan" && json.Unmarshal(data, &v) == nil && len(v.Tasks) > 0:
+		done := 0
+		for _, t := range v.Tasks {
+			if t.Status == "done" {
+				done++
+			}
+		}
+		return fmt.Sprintf("[plan] %s: %d/%d done", v.Title, done, len(v.Tasks))
+	case name == "files" && json.Unmarshal(data, &files) == nil && len(files) > 0:
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = f.Filename
+		}
+		return "[files] " + strings.Join(names, ", ")
+	}
+	text := string(data)
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	return "[" + name + "] " + text
 }
