@@ -169,6 +169,12 @@ func TestChatInTerminal(t *testing.T) {
 	sc.send("/next")
 	sc.expect("[2/2] assistant> ")
 	sc.expect("you> ")
+	sc.send("\x1b[1;3D") // Alt-Left, then Enter
+	sc.expect("[1/2] assistant> ")
+	sc.expect("you> ")
+	sc.send("\x1b[1;3C") // Alt-Right
+	sc.expect("[2/2] assistant> ")
+	sc.expect("you> ")
 
 	sc.send("/list")
 	if got := sc.expect("you> "); !strings.Contains(got, "* 1. ") {

@@ -32,6 +32,7 @@ const Help = `Commands:
   /regen         regenerate the last reply (a new branch)
   /edit <text>   edit your last message (a new branch) and get a reply
   /prev, /next   show the previous / next branch of the last reply
+                 (or Alt-Left / Alt-Right, then Enter)
   /help          this list
   /quit          exit (or Ctrl-D)
 Ctrl-C during a reply cancels the run; Ctrl-D exits.
@@ -153,10 +154,21 @@ func (s *session) interrupts(ctx context.Context, sigs <-chan os.Signal) {
 	}
 }
 
+// keys maps the escape sequences of Alt-Left and Alt-Right (xterm's, and
+// the Meta-b / Meta-f of terminals that send those), typed alone on a
+// line, to /prev and /next.
+var keys = map[string]string{
+	"\x1b[1;3D": "/prev", "\x1b[1;9D": "/prev", "\x1bb": "/prev",
+	"\x1b[1;3C": "/next", "\x1b[1;9C": "/next", "\x1bf": "/next",
+}
+
 // handle runs one line; false ends the REPL.
 func (s *session) handle(ctx context.Context, line string) bool {
 	if line == "" {
 		return true
+	}
+	if cmd, ok := keys[line]; ok {
+		line = cmd
 	}
 	if !strings.HasPrefix(line, "/") {
 		s.run(ctx, client.RunRequest{Message: &client.NewMessage{Content: line}, ParentMessageID: s.headID()})
