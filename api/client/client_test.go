@@ -350,3 +350,47 @@ func TestRunStartRetriesOnlyIdempotent(t *testing.T) {
 		t.Fatalf("proxy saw %d connections, want 1 refused start, then 2 refused and 1 served", opened)
 	}
 }
+
+// TestRejoinRetriesOnly5xx: a rejoin answered 503 is tried again and the
+// run reads whole; one answered 404 ends the iterator with that error at
+// once.
+func TestRejoinRetriesOnly5xx(t *testing.T) {
+	t.Parallel()
+	base := startServer(t, options{tokens: 30, delay: 15 * time.Millisecond})
+	p := newProxy(t, strings.TrimPrefix(base, "http://"))
+	c := client.New(p.URL(), client.WithRetry(fastRetry))
+	r := mustStart(t, c, uuid.NewString(), client.RunRequest{Message: message("one")})
+	evs := collect(t, r, func(ev client.Event) {
+		if ev.Sequence == 4 {
+			p.RefuseWith(2, httpError(http.StatusServiceUnavailable, "unavailable"))
+			p.Cut()
+		}
+	})
+	checkSequences(t, evs)
+	if r.Rejoins() != 1 {
+		t.Fatalf("rejoins: got %d, want 1 after two 503s", r.Rejoins())
+	}
+
+	r2 := mustStart(t, c, uuid.NewString(), client.RunRequest{Message: message("two")})
+	var gotErr error
+	for ev, err := range r2.Events() {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		if ev.Sequence == 4 {
+			p.RefuseWith(5, httpError(http.StatusNotFound, "not_found"))
+			p.Cut()
+		}
+	}
+	var e *client.Error
+	if !errors.As(gotErr, &e) || e.Status != http.StatusNotFound || !errors.Is(gotErr, client.ErrNotFound) {
+		t.Fatalf("rejoin answered 404: got %v, want the *Error", gotErr)
+	}
+	p.mu.Lock()
+	left := p.refuse
+	p.mu.Unlock()
+	if left != 4 {
+		t.Fatalf("the 404 was tried %d times, want once", 5-left)
+	}
+}

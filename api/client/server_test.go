@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync"
@@ -95,6 +96,7 @@ type proxy struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	refuse int
+	answer string // what a refused connection is told before it closes ("" nothing)
 	opened int
 }
 
@@ -123,8 +125,9 @@ func (p *proxy) serve() {
 		p.opened++
 		if p.refuse > 0 {
 			p.refuse--
+			answer := p.answer
 			p.mu.Unlock()
-			c.Close()
+			go refuse(c, answer)
 			continue
 		}
 		up, err := net.Dial("tcp", p.target)
@@ -138,6 +141,24 @@ func (p *proxy) serve() {
 		go pipe(c, up)
 		go pipe(up, c)
 	}
+}
+
+// refuse answers a connection with a canned HTTP response, if any, once
+// its request arrived, and closes it.
+func refuse(c net.Conn, answer string) {
+	defer c.Close()
+	if answer == "" {
+		return
+	}
+	_, _ = c.Read(make([]byte, 4096))
+	_, _ = io.WriteString(c, answer)
+}
+
+// httpError is a canned HTTP error response of the contract's shape.
+func httpError(status int, code string) string {
+	body := fmt.Sprintf(`{"error":{"code":%q,"message":"from the test proxy"}}`, code)
+	return fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
 }
 
 func pipe(dst, src net.Conn) {
@@ -157,10 +178,14 @@ func (p *proxy) Cut() {
 }
 
 // Refuse makes the proxy drop the next n connections as they open.
-func (p *proxy) Refuse(n int) {
+func (p *proxy) Refuse(n int) { p.RefuseWith(n, "") }
+
+// RefuseWith makes the proxy answer the next n connections with answer
+// (an HTTP response) and close them.
+func (p *proxy) RefuseWith(n int, answer string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.refuse = n
+	p.refuse, p.answer = n, answer
 }
 
 // Opened returns how many connections the proxy accepted.
