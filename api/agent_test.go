@@ -94,7 +94,7 @@ func TestAgentCalculatorOverHTTP(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	last := checkRun(t, evs)
-	head := *evs[0].Repo.HeadID
+	head := *evs[0].Repository.HeadID
 	var args strings.Builder
 	var result *agentEvent
 	interim := 0
@@ -313,7 +313,7 @@ func TestAgentApprovalOverHTTP(t *testing.T) {
 		}
 	}
 	msg2, parts2 := finalMessage(t, last2)
-	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || msg2.Status.Type != "complete" || !strings.Contains(msg2.text(), "waited 0.1 seconds") {
+	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || msg2.Status.Type != "complete" || !strings.Contains(msg2.Text(), "waited 0.1 seconds") {
 		t.Fatalf("continuation: got %s, message %+v; want succeeded, the same message complete with the answer", last2.RunStatus, msg2)
 	}
 	if !strings.Contains(string(parts2[len(parts2)-2]), `"isError":false`) {
@@ -321,8 +321,8 @@ func TestAgentApprovalOverHTTP(t *testing.T) {
 	}
 	checkStoredLog(t, e, evs2)
 	snap := e.snapshot(tid)
-	if len(snap.Messages) != 2 || snap.Messages[1].ID != msg.ID || len(snap.Repo.Messages) != 2 || *snap.Repo.HeadID != msg.ID {
-		t.Fatalf("thread: got %d messages, %d in the repository, head %v; want the question and the one turn", len(snap.Messages), len(snap.Repo.Messages), snap.Repo.HeadID)
+	if len(snap.Messages) != 2 || snap.Messages[1].ID != msg.ID || len(snap.Repository.Messages) != 2 || *snap.Repository.HeadID != msg.ID {
+		t.Fatalf("thread: got %d messages, %d in the repository, head %v; want the question and the one turn", len(snap.Messages), len(snap.Repository.Messages), snap.Repository.HeadID)
 	}
 	resp, b = e.do("GET", "/api/v1/threads/"+tid+"/checkpoints", nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
@@ -383,8 +383,8 @@ func TestAgentClientToolOverHTTP(t *testing.T) {
 	_, evs2 := e.stream(tid, body)
 	last2 := checkContinued(t, evs2, msg.ID)
 	msg2, _ := finalMessage(t, last2)
-	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || !strings.Contains(msg2.text(), "03:04") {
-		t.Fatalf("continuation: got %s, %q; want the answer with the client's time", last2.RunStatus, msg2.text())
+	if last2.RunStatus != "succeeded" || msg2.ID != msg.ID || !strings.Contains(msg2.Text(), "03:04") {
+		t.Fatalf("continuation: got %s, %q; want the answer with the client's time", last2.RunStatus, msg2.Text())
 	}
 	resp, b := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", body)
 	wantStatus(t, resp, b, http.StatusUnprocessableEntity, "invalid_fork")
@@ -399,7 +399,7 @@ func checkContinued(t *testing.T, evs []event, msgID string) event {
 	}
 	first, last := evs[0], evs[len(evs)-1]
 	lastMsg := first.Messages[len(first.Messages)-1]
-	if first.Type != "snapshot" || first.RunStatus != "running" || *first.Repo.HeadID != msgID || lastMsg.ID != msgID ||
+	if first.Type != "snapshot" || first.RunStatus != "running" || *first.Repository.HeadID != msgID || lastMsg.ID != msgID ||
 		lastMsg.Status.Type != "running" || lastMsg.Metadata.Custom.CheckpointID != nil {
 		t.Fatalf("first event: got %s, want a running snapshot of message %s", first.Raw, msgID)
 	}
@@ -408,7 +408,7 @@ func checkContinued(t *testing.T, evs []event, msgID string) event {
 			t.Fatalf("event %d: got sequence %d of run %s", i, ev.Sequence, ev.RunID)
 		}
 	}
-	if last.Type != "snapshot" || last.RunStatus == "running" || last.Repo == nil {
+	if last.Type != "snapshot" || last.RunStatus == "running" || last.Repository == nil {
 		t.Fatalf("last event: got %s, want a final snapshot", last.Raw)
 	}
 	return last

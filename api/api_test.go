@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/api"
+	"github.com/threadline/threadline/api/client"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
@@ -170,75 +171,14 @@ func wantStatus(t *testing.T, resp *http.Response, body []byte, status int, code
 	}
 }
 
-// event is a decoded NDJSON event.
-type event struct {
-	Type         string          `json:"type"`
-	RunID        string          `json:"run_id"`
-	Sequence     int64           `json:"sequence"`
-	MessageID    string          `json:"message_id"`
-	Text         string          `json:"text"`
-	Error        string          `json:"error"`
-	Code         string          `json:"code"`
-	ThreadID     string          `json:"thread_id"`
-	CheckpointID *string         `json:"checkpoint_id"`
-	RunStatus    string          `json:"run_status"`
-	Messages     []message       `json:"messages"`
-	Repo         *repository     `json:"messageRepository"`
-	Raw          json.RawMessage `json:"-"`
-}
+// event is a decoded NDJSON event, as the Go client decodes it.
+type (
+	event      = client.Event
+	message    = client.Message
+	repository = client.Repository
+)
 
-type message struct {
-	ID        string `json:"id"`
-	Role      string `json:"role"`
-	CreatedAt string `json:"createdAt"`
-	Content   []struct {
-		Type  string `json:"type"`
-		Text  string `json:"text"`
-		Image string `json:"image"`
-	} `json:"content"`
-	Status *struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-		Error  string `json:"error"`
-	} `json:"status"`
-	Attachments []json.RawMessage `json:"attachments"`
-	Metadata    struct {
-		RunID  *string `json:"runId"`
-		Custom struct {
-			CheckpointID       *string `json:"checkpointId"`
-			ParentCheckpointID *string `json:"parentCheckpointId"`
-			RunID              *string `json:"runId"`
-		} `json:"custom"`
-	} `json:"metadata"`
-}
-
-func (m message) text() string {
-	var s string
-	for _, p := range m.Content {
-		s += p.Text
-	}
-	return s
-}
-
-type repository struct {
-	HeadID   *string `json:"headId"`
-	Messages []struct {
-		Message  message `json:"message"`
-		ParentID *string `json:"parentId"`
-	} `json:"messages"`
-}
-
-type snapshot struct {
-	ThreadID     string      `json:"thread_id"`
-	CheckpointID *string     `json:"checkpoint_id"`
-	Messages     []message   `json:"messages"`
-	Repo         *repository `json:"messageRepository"`
-	ActiveRun    *struct {
-		RunID     string `json:"run_id"`
-		MessageID string `json:"message_id"`
-		Sequence  int64  `json:"sequence"`
-	} `json:"active_run"`
-}
+type snapshot = client.Snapshot
 
 // readEvents decodes an NDJSON stream to its end.
 func readEvents(t *testing.T, r io.Reader) []event {
@@ -281,12 +221,12 @@ func checkRun(t *testing.T, evs []event) event {
 		t.Fatalf("stream has %d events, want at least 2", len(evs))
 	}
 	first, last := evs[0], evs[len(evs)-1]
-	if first.Type != "snapshot" || first.RunStatus != "running" || first.Repo == nil || first.Repo.HeadID == nil {
+	if first.Type != "snapshot" || first.RunStatus != "running" || first.Repository == nil || first.Repository.HeadID == nil {
 		t.Fatalf("first event: got %s", first.Raw)
 	}
-	head := *first.Repo.HeadID
+	head := *first.Repository.HeadID
 	lastMsg := first.Messages[len(first.Messages)-1]
-	if lastMsg.ID != head || lastMsg.Role != "assistant" || lastMsg.Status == nil || lastMsg.Status.Type != "running" || lastMsg.text() != "" {
+	if lastMsg.ID != head || lastMsg.Role != "assistant" || lastMsg.Status == nil || lastMsg.Status.Type != "running" || lastMsg.Text() != "" {
 		t.Fatalf("first snapshot's last message: got %+v, want the empty running assistant %s", lastMsg, head)
 	}
 	if lastMsg.Metadata.Custom.CheckpointID != nil {
@@ -303,7 +243,7 @@ func checkRun(t *testing.T, evs []event) event {
 			t.Fatalf("token %d names message %s, want %s", i, ev.MessageID, head)
 		}
 	}
-	if last.Type != "snapshot" || last.RunStatus == "running" || last.Repo == nil {
+	if last.Type != "snapshot" || last.RunStatus == "running" || last.Repository == nil {
 		t.Fatalf("last event: got %s, want a final snapshot", last.Raw)
 	}
 	return last

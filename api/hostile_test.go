@@ -95,7 +95,7 @@ func TestTextPolicyKeepsText(t *testing.T) {
 	wantStatus(t, resp, b, http.StatusOK, "")
 	checkRun(t, readEvents(t, bytes.NewReader(b)))
 	snap := e.snapshot(tid)
-	if got := snap.Messages[0].text(); got != want {
+	if got := snap.Messages[0].Text(); got != want {
 		t.Fatalf("stored text: got %q, want %q", got, want)
 	}
 	resp, b = e.do("PATCH", "/api/v1/threads/"+tid, []byte(`{"title":"t\u0001\ud83d\ude00","metadata":{"k\u00e9":"v\u0002"}}`))

@@ -163,8 +163,8 @@ func TestThreadAgainstOpenAI(t *testing.T) {
 	f1 := run("first turn", tid, newMessage("first", nil))
 	fake.wantSent(t, "first turn", "system:be brief", "user:first")
 	u1, a1 := f1.Messages[0], f1.Messages[1]
-	if a1.text() != "reply 1" {
-		t.Fatalf("first reply: got %q, want %q", a1.text(), "reply 1")
+	if a1.Text() != "reply 1" {
+		t.Fatalf("first reply: got %q, want %q", a1.Text(), "reply 1")
 	}
 
 	f2 := run("second turn", tid, newMessage("second", &a1.ID))

@@ -48,7 +48,7 @@ func TestRunNewMessage(t *testing.T) {
 func checkNewMessageStream(t *testing.T, evs []event, final event, prompt, want string) message {
 	t.Helper()
 	first := evs[0]
-	if len(first.Messages) != 2 || first.Messages[0].Role != "user" || first.Messages[0].text() != prompt {
+	if len(first.Messages) != 2 || first.Messages[0].Role != "user" || first.Messages[0].Text() != prompt {
 		t.Fatalf("first snapshot messages: got %s", first.Raw)
 	}
 	if first.Messages[0].Metadata.Custom.CheckpointID == nil {
@@ -58,7 +58,7 @@ func checkNewMessageStream(t *testing.T, evs []event, final event, prompt, want 
 		t.Fatalf("streamed text: got %q, want the built-in model's %q", got, want)
 	}
 	asst := final.Messages[len(final.Messages)-1]
-	if asst.text() != want || asst.Status == nil || asst.Status.Type != "complete" || asst.Status.Reason != "stop" {
+	if asst.Text() != want || asst.Status == nil || asst.Status.Type != "complete" || asst.Status.Reason != "stop" {
 		t.Fatalf("final assistant: got %+v", asst)
 	}
 	if asst.Metadata.Custom.CheckpointID == nil || asst.Metadata.RunID == nil || *asst.Metadata.RunID != first.RunID {
@@ -77,7 +77,7 @@ func checkNewMessageStream(t *testing.T, evs []event, final event, prompt, want 
 func checkNewMessageStored(t *testing.T, e *env, tid, runID, asstID, want, title string) {
 	t.Helper()
 	snap := e.snapshot(tid)
-	if snap.ActiveRun != nil || len(snap.Messages) != 2 || snap.Messages[1].text() != want || *snap.Repo.HeadID != asstID {
+	if snap.ActiveRun != nil || len(snap.Messages) != 2 || snap.Messages[1].Text() != want || *snap.Repository.HeadID != asstID {
 		t.Fatalf("snapshot after run: got %+v", snap)
 	}
 	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+runID, nil)
@@ -129,7 +129,7 @@ func TestForkShapes(t *testing.T) {
 		t.Fatalf("regenerate: status %d", resp.StatusCode)
 	}
 	fr := checkRun(t, evs)
-	sib := children(fr.Repo, &u2.ID)
+	sib := children(fr.Repository, &u2.ID)
 	if len(sib) != 2 || sib[0].ID != a2.ID || sib[1].Role != "assistant" {
 		t.Fatalf("regenerate: children of u2 are %+v, want a2 and a new reply", sib)
 	}
@@ -138,8 +138,8 @@ func TestForkShapes(t *testing.T) {
 	}
 	// The regenerate is the thread's 4th write, so the built-in model's call
 	// is 4 and its text differs from the first reply (call 3).
-	if got, want := sib[1].text(), model.BuiltinText("second", 4, 8); got != want || got == a2.text() {
-		t.Fatalf("regenerated text: got %q, want %q (not the first reply's %q)", got, want, a2.text())
+	if got, want := sib[1].Text(), model.BuiltinText("second", 4, 8); got != want || got == a2.Text() {
+		t.Fatalf("regenerated text: got %q, want %q (not the first reply's %q)", got, want, a2.Text())
 	}
 
 	// Edit the second user message: a sibling of u2 under a1.
@@ -149,8 +149,8 @@ func TestForkShapes(t *testing.T) {
 		t.Fatalf("edit: status %d", resp.StatusCode)
 	}
 	fe := checkRun(t, evs)
-	us := children(fe.Repo, &a1.ID)
-	if len(us) != 2 || us[0].ID != u2.ID || us[1].text() != "second, edited" {
+	us := children(fe.Repository, &a1.ID)
+	if len(us) != 2 || us[0].ID != u2.ID || us[1].Text() != "second, edited" {
 		t.Fatalf("edit: children of a1 are %+v", us)
 	}
 	if len(fe.Messages) != 4 || fe.Messages[0].ID != u1.ID || fe.Messages[2].ID != us[1].ID {
@@ -163,13 +163,13 @@ func TestForkShapes(t *testing.T) {
 		t.Fatalf("edit root: status %d", resp.StatusCode)
 	}
 	fro := checkRun(t, evs)
-	if roots := children(fro.Repo, nil); len(roots) != 2 || roots[0].ID != u1.ID {
+	if roots := children(fro.Repository, nil); len(roots) != 2 || roots[0].ID != u1.ID {
 		t.Fatalf("edit root: roots are %+v", roots)
 	}
 	// Two turns (4), the regenerated reply (1), the edit and its reply (2),
 	// the root edit and its reply (2).
-	if len(fro.Repo.Messages) != 4+1+2+2 {
-		t.Fatalf("repository holds %d messages, want 9", len(fro.Repo.Messages))
+	if len(fro.Repository.Messages) != 4+1+2+2 {
+		t.Fatalf("repository holds %d messages, want 9", len(fro.Repository.Messages))
 	}
 }
 
@@ -217,7 +217,7 @@ func TestBadRunsWriteNothing(t *testing.T) {
 	if after := checkpointsOf(e, tid); after != before {
 		t.Fatalf("bad requests changed the tree:\nbefore %s\nafter  %s", before, after)
 	}
-	if s := e.snapshot(tid); s.ActiveRun != nil || len(s.Repo.Messages) != 2 {
+	if s := e.snapshot(tid); s.ActiveRun != nil || len(s.Repository.Messages) != 2 {
 		t.Fatalf("bad requests left a run or messages: %+v", s)
 	}
 }
@@ -316,7 +316,7 @@ func TestRejoinDuringRun(t *testing.T) {
 	liveRest := readEvents(t, r)
 	live = append(live, liveRest...)
 	checkRun(t, live)
-	if got, want := running.text()+tokensText(rest), tokensText(live); got != want {
+	if got, want := running.Text()+tokensText(rest), tokensText(live); got != want {
 		t.Fatalf("snapshot text + rejoined tokens:\n got %q\nwant %q", got, want)
 	}
 	if rest[0].Sequence != snap.ActiveRun.Sequence+1 {
@@ -380,7 +380,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("after cancel: run_status %s, want cancelled", final.RunStatus)
 	}
 	asst := final.Messages[len(final.Messages)-1]
-	if asst.Status.Type != "incomplete" || asst.Status.Reason != "cancelled" || asst.text() != tokensText(live) {
+	if asst.Status.Type != "incomplete" || asst.Status.Reason != "cancelled" || asst.Text() != tokensText(live) {
 		t.Fatalf("cancelled reply: got %+v, want incomplete/cancelled with the streamed text", asst)
 	}
 	if n := len(live); n >= 502 {
@@ -481,8 +481,8 @@ func TestSecondRunRace(t *testing.T) {
 	if ok != 1 || busy != 1 {
 		t.Fatalf("race: %d won and %d got 409, want 1 and 1", ok, busy)
 	}
-	if s := e.snapshot(tid); len(s.Repo.Messages) != 4 {
-		t.Fatalf("after the race: %d messages, want 4 (the loser wrote nothing)", len(s.Repo.Messages))
+	if s := e.snapshot(tid); len(s.Repository.Messages) != 4 {
+		t.Fatalf("after the race: %d messages, want 4 (the loser wrote nothing)", len(s.Repository.Messages))
 	}
 }
 
@@ -498,8 +498,8 @@ func TestIdempotentRetry(t *testing.T) {
 	if resp.StatusCode != 200 || len(again) != len(first) || again[0].RunID != first[0].RunID {
 		t.Fatalf("retry: status %d, %d events, want the same run's %d events", resp.StatusCode, len(again), len(first))
 	}
-	if s := e.snapshot(tid); len(s.Repo.Messages) != 2 {
-		t.Fatalf("retry appended: %d messages, want 2", len(s.Repo.Messages))
+	if s := e.snapshot(tid); len(s.Repository.Messages) != 2 {
+		t.Fatalf("retry appended: %d messages, want 2", len(s.Repository.Messages))
 	}
 	other := map[string]any{"message": map[string]any{"id": mid, "content": "different"}, "parent_message_id": nil}
 	resp, b := e.do("POST", "/api/v1/threads/"+tid+"/runs/stream", other)
@@ -541,20 +541,20 @@ func TestHeadSurvivesReload(t *testing.T) {
 	u, a := f.Messages[0], f.Messages[1]
 	_, evs := e.stream(tid, map[string]any{"parent_message_id": u.ID, "source_message_id": a.ID})
 	a2 := checkRun(t, evs).Messages[1]
-	if s := e.snapshot(tid); *s.Repo.HeadID != a2.ID {
-		t.Fatalf("head after regenerate: got %s, want %s", *s.Repo.HeadID, a2.ID)
+	if s := e.snapshot(tid); *s.Repository.HeadID != a2.ID {
+		t.Fatalf("head after regenerate: got %s, want %s", *s.Repository.HeadID, a2.ID)
 	}
 	resp, b := e.do("PUT", "/api/v1/threads/"+tid+"/head", map[string]any{"message_id": a.ID})
 	wantStatus(t, resp, b, http.StatusNoContent, "")
 	s := e.snapshot(tid)
-	if *s.Repo.HeadID != a.ID || s.Messages[1].ID != a.ID || *s.CheckpointID != a.ID {
-		t.Fatalf("head after PUT: got %s, want %s", *s.Repo.HeadID, a.ID)
+	if *s.Repository.HeadID != a.ID || s.Messages[1].ID != a.ID || *s.CheckpointID != a.ID {
+		t.Fatalf("head after PUT: got %s, want %s", *s.Repository.HeadID, a.ID)
 	}
 	// A non-leaf resolves to the most recent leaf below it.
 	resp, b = e.do("PUT", "/api/v1/threads/"+tid+"/head", map[string]any{"message_id": u.ID})
 	wantStatus(t, resp, b, http.StatusNoContent, "")
-	if s := e.snapshot(tid); *s.Repo.HeadID != a2.ID {
-		t.Fatalf("head at a non-leaf: got %s, want the newest leaf %s", *s.Repo.HeadID, a2.ID)
+	if s := e.snapshot(tid); *s.Repository.HeadID != a2.ID {
+		t.Fatalf("head at a non-leaf: got %s, want the newest leaf %s", *s.Repository.HeadID, a2.ID)
 	}
 }
 
@@ -572,7 +572,7 @@ func TestModelErrorIsAnEvent(t *testing.T) {
 		t.Fatalf("error event: got %s", errEv.Raw)
 	}
 	asst := final.Messages[1]
-	if final.RunStatus != "failed" || asst.Status.Type != "incomplete" || asst.Status.Reason != "error" || asst.text() != tokensText(evs) {
+	if final.RunStatus != "failed" || asst.Status.Type != "incomplete" || asst.Status.Reason != "error" || asst.Text() != tokensText(evs) {
 		t.Fatalf("failed run: status %s, reply %+v", final.RunStatus, asst)
 	}
 	// A failed first reply still names the thread by its question.

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadline/threadline/api"
+	"github.com/threadline/threadline/cmd/threadline/internal/chat"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/tool"
@@ -36,6 +37,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chat" {
+		// chat takes Ctrl-C itself: it cancels the reply, not the process.
+		if err := chat.Main(context.Background(), os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "threadline:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -52,6 +61,7 @@ const usage = `threadline: conversation trees of immutable checkpoints in Postgr
 Usage:
   threadline serve [flags]            run the HTTP API (migrates on start)
   threadline migrate up|down|version  manage the schema
+  threadline chat [flags]             chat with a service in the terminal
 Run a subcommand with --help to list its settings.
 `
 
@@ -75,6 +85,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return p.Close()
 	case "migrate":
 		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "chat":
+		return chat.Main(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/client"
 	"github.com/threadline/threadline/store/pgtest"
 )
 
@@ -103,21 +104,8 @@ func startServer(t *testing.T, dbURL string, env ...string) *server {
 	return s
 }
 
-type ev struct {
-	Type      string `json:"type"`
-	RunID     string `json:"run_id"`
-	Sequence  int64  `json:"sequence"`
-	Text      string `json:"text"`
-	RunStatus string `json:"run_status"`
-	Messages  []struct {
-		ID      string `json:"id"`
-		Role    string `json:"role"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-		Status *struct{ Type, Reason string } `json:"status"`
-	} `json:"messages"`
-}
+// ev is a stream event, as the Go client decodes it.
+type ev = client.Event
 
 func readEvent(t *testing.T, r *bufio.Reader) (ev, error) {
 	line, err := r.ReadBytes('\n')

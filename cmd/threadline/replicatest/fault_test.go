@@ -127,7 +127,7 @@ func (f *faultRun) check(t *testing.T, want string) event {
 	}
 	if len(final.Messages) < 2 || final.Messages[len(final.Messages)-2].ID != f.msgID ||
 		final.Messages[len(final.Messages)-2].Content[0].Text != f.text {
-		t.Fatalf("run %s: acknowledged user message %s lost: final snapshot %s", f.runID, f.msgID, final.raw)
+		t.Fatalf("run %s: acknowledged user message %s lost: final snapshot %s", f.runID, f.msgID, final.Raw)
 	}
 	for _, r := range []*replica{f.owner, f.other} {
 		select {
@@ -714,7 +714,7 @@ func (o *outageStart) check(t *testing.T, who string, r *replica) {
 		t.Fatalf("%s: final reply %q, want the streamed %q", who, got, tokens(o.evs))
 	}
 	if len(final.Messages) != 2 || final.Messages[0].ID != o.msgID {
-		t.Fatalf("%s: acknowledged user message %s lost: final snapshot %s", who, o.msgID, final.raw)
+		t.Fatalf("%s: acknowledged user message %s lost: final snapshot %s", who, o.msgID, final.Raw)
 	}
 	sameEvents(t, who+": replay on "+r.name, o.evs[1:], rejoin(t, r, o.tid, o.evs[0].RunID, 1).rest())
 	code, body := call(t, http.MethodGet, r.url("/threads/"+o.tid+"/messages"), "")

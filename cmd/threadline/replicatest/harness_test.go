@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	apiclient "github.com/threadline/threadline/api/client"
 	"github.com/threadline/threadline/store/pgtest"
 )
 
@@ -169,23 +170,9 @@ func cluster(t testing.TB, n int, env ...string) (string, []*replica) {
 	return db, rs
 }
 
-// event is one stream line, decoded, with the line itself.
-type event struct {
-	Type      string `json:"type"`
-	RunID     string `json:"run_id"`
-	Sequence  int64  `json:"sequence"`
-	Text      string `json:"text"`
-	RunStatus string `json:"run_status"`
-	Messages  []struct {
-		ID      string `json:"id"`
-		Role    string `json:"role"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-		Status *struct{ Type, Reason string } `json:"status"`
-	} `json:"messages"`
-	raw string
-}
+// event is one stream line, decoded as the Go client decodes it, with the
+// line itself in Raw.
+type event = apiclient.Event
 
 // stream reads a run's NDJSON stream.
 type stream struct {
@@ -208,7 +195,7 @@ func (s *stream) next() (event, bool) {
 		s.t.Errorf("stream line %q: %v", line, err)
 		return event{}, false
 	}
-	e.raw = strings.TrimSpace(string(line))
+	e.Raw = bytes.TrimSpace(line)
 	s.evs = append(s.evs, e)
 	s.n.Add(1)
 	return e, true
@@ -376,8 +363,8 @@ func sameEvents(t testing.TB, what string, a, b []event) {
 		t.Fatalf("%s: %d events, want %d", what, len(b), len(a))
 	}
 	for i := range a {
-		if a[i].raw != b[i].raw {
-			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, b[i].raw, a[i].raw)
+		if !bytes.Equal(a[i].Raw, b[i].Raw) {
+			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, b[i].Raw, a[i].Raw)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func killRound(t *testing.T, owner, follower, third *replica, text string) {
 		t.Fatalf("recovered reply %q, want the streamed %q", reply(t, final), tokens(got))
 	}
 	if len(final.Messages) < 2 || final.Messages[0].ID != msgID || final.Messages[0].Content[0].Text != text {
-		t.Fatalf("acknowledged user message lost: final snapshot %s", final.raw)
+		t.Fatalf("acknowledged user message lost: final snapshot %s", final.Raw)
 	}
 	replay := follow(t, third, tid, first.RunID, 1).rest()
 	sameEvents(t, "replay on "+third.name, got[1:], replay)
