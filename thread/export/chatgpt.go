@@ -118,7 +118,7 @@ func fromChatGPT(raw json.RawMessage, where string, opt Options) (*thread.Import
 
 type gptConverter struct {
 	it      *thread.ImportThread
-	kept    map[string]int    // source key -> position of its checkpoint, or of its nearest kept ancestor's (-1: none)
+	kept    map[string]int // source key -> position of its checkpoint, or of its nearest kept ancestor's (-1: none)
 	opt     Options
 	created time.Time
 	models  []string

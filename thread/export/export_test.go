@@ -19,7 +19,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func id(n int) uuid.UUID { return uuid.MustParse("00000000-0000-4000-8000-" + strings.Repeat("0", 12-len(itoa(n))) + itoa(n)) }
+func id(n int) uuid.UUID {
+	return uuid.MustParse("00000000-0000-4000-8000-" + strings.Repeat("0", 12-len(itoa(n))) + itoa(n))
+}
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
