@@ -93,6 +93,13 @@ type Config struct {
 	StreamsPerProcess int
 	// Raw, when set, serves GET …/runs/{run_id}/raw.
 	Raw RawStore
+	// Transfer, when set, serves a thread's export and the import of
+	// files of threads. MaxImport limits an import's body
+	// (DefaultMaxImport); MaxThreadMessages the messages of one imported
+	// thread (10,000; negative: off).
+	Transfer          thread.TransferStore
+	MaxImport         int64
+	MaxThreadMessages int
 }
 
 // Server is the HTTP API.
@@ -157,6 +164,12 @@ func New(svc *engine.Service, cfg Config) *Server {
 	}
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
+	}
+	if cfg.MaxImport <= 0 {
+		cfg.MaxImport = DefaultMaxImport
+	}
+	if cfg.MaxThreadMessages == 0 {
+		cfg.MaxThreadMessages = 10000
 	}
 	if cfg.MaxAttachments <= 0 {
 		cfg.MaxAttachments = 10
@@ -246,6 +259,10 @@ func New(svc *engine.Service, cfg Config) *Server {
 	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
 	if cfg.Raw != nil {
 		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
+	}
+	if cfg.Transfer != nil {
+		v1.GET("/threads/:thread_id/export", s.getExport, mw...)
+		v1.POST("/threads/import", s.importFile, mw...)
 	}
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
