@@ -165,12 +165,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
 	}
-	if cfg.MaxImport <= 0 {
-		cfg.MaxImport = DefaultMaxImport
-	}
-	if cfg.MaxThreadMessages == 0 {
-		cfg.MaxThreadMessages = 10000
-	}
+	cfg.transferDefaults()
 	if cfg.MaxAttachments <= 0 {
 		cfg.MaxAttachments = 10
 	}
@@ -260,10 +255,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	if cfg.Raw != nil {
 		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
 	}
-	if cfg.Transfer != nil {
-		v1.GET("/threads/:thread_id/export", s.getExport, mw...)
-		v1.POST("/threads/import", s.importFile, mw...)
-	}
+	s.transferRoutes(v1, mw)
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)

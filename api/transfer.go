@@ -20,6 +20,25 @@ import (
 // otherwise.
 const DefaultMaxImport = 512 << 20
 
+// transferDefaults sets the import's limits left zero.
+func (cfg *Config) transferDefaults() {
+	if cfg.MaxImport <= 0 {
+		cfg.MaxImport = DefaultMaxImport
+	}
+	if cfg.MaxThreadMessages == 0 {
+		cfg.MaxThreadMessages = 10000
+	}
+}
+
+// transferRoutes adds the export and import routes when Transfer is set.
+func (s *Server) transferRoutes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
+	if s.cfg.Transfer == nil {
+		return
+	}
+	v1.GET("/threads/:thread_id/export", s.getExport, mw...)
+	v1.POST("/threads/import", s.importFile, mw...)
+}
+
 // getExport answers GET …/threads/{thread_id}/export?format=json|markdown
 // [&message_id=][&attachments=inline] as a download.
 func (s *Server) getExport(c echo.Context) error {
