@@ -175,7 +175,7 @@ func (s *Server) importFile(c echo.Context) error {
 		return errcode.New(errcode.UnsupportedMediaType,
 			"send the file as the body (Content-Type: application/json or application/zip) or as multipart/form-data in the field \"file\" (got %q)", mt)
 	}
-	rd, err := export.NewReader(body, export.Options{MaxMessage: s.cfg.MaxMessage, MaxThreadMessages: max(s.cfg.MaxThreadMessages, 0),
+	rd, err := export.NewReader(body, export.Options{MaxMessage: s.cfg.MaxMessage, MaxThreadMessages: max(s.cfg.MaxThreadMessages, 0), MaxAttachment: s.cfg.MaxAttachment,
 		Now: time.Now().UTC().Truncate(time.Microsecond)})
 	if err != nil {
 		return err

@@ -272,3 +272,51 @@ func TestImportHostileWritesNothing(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestExportInlineAttachments: an export with attachments inline carries
+// their bytes; it imports back byte-exact for its caller, and for another
+// caller the bytes are stored under a new id that the copy names.
+func TestExportInlineAttachments(t *testing.T) {
+	t.Parallel()
+	e := setup(t, threeCallers)
+	e.key = "alice-key"
+	att := e.upload("notes.txt", "text/plain", []byte("hello notes"))
+	tid := newID()
+	_, evs := e.stream(tid, map[string]any{"message": map[string]any{"content": "read this", "attachments": []any{map[string]any{"id": att}}}})
+	checkRun(t, evs)
+	resp, doc := e.do("GET", "/api/v1/threads/"+tid+"/export?attachments=inline", nil)
+	wantStatus(t, resp, doc, http.StatusOK, "")
+	if !bytes.Contains(doc, []byte(`"data": "aGVsbG8gbm90ZXM="`)) {
+		t.Fatalf("no inline bytes in\n%s", doc)
+	}
+	resp, b := e.do("DELETE", "/api/v1/threads/"+tid, nil)
+	wantStatus(t, resp, b, http.StatusNoContent, "")
+	resp, b, _ = e.importFile("application/json", doc)
+	wantStatus(t, resp, b, http.StatusCreated, "")
+	_, again := e.do("GET", "/api/v1/threads/"+tid+"/export?attachments=inline", nil)
+	if !bytes.Equal(doc, again) {
+		t.Errorf("inline export → import → export differs:\n%s\n%s", doc, again)
+	}
+
+	e.key = "bob-key"
+	resp, b, res := e.importFile("application/json", doc)
+	wantStatus(t, resp, b, http.StatusCreated, "")
+	resp, copyDoc := e.do("GET", "/api/v1/threads/"+res.Threads[0].ThreadID+"/export?attachments=inline", nil)
+	wantStatus(t, resp, copyDoc, http.StatusOK, "")
+	if bytes.Contains(copyDoc, []byte(att)) || !bytes.Contains(copyDoc, []byte(`"data": "aGVsbG8gbm90ZXM="`)) {
+		t.Fatalf("bob's copy names alice's attachment or lacks the bytes:\n%s", copyDoc)
+	}
+	var d struct {
+		Checkpoints []struct {
+			Attachments []struct {
+				ID string `json:"id"`
+			} `json:"attachments"`
+		} `json:"checkpoints"`
+	}
+	json.Unmarshal(copyDoc, &d)
+	resp, data := e.do("GET", "/api/v1/attachments/"+d.Checkpoints[0].Attachments[0].ID, nil)
+	wantStatus(t, resp, data, http.StatusOK, "")
+	if string(data) != "hello notes" {
+		t.Errorf("bob's attachment holds %q", data)
+	}
+}

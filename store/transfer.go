@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -87,7 +88,7 @@ const importBatch = 5000
 func (s *Store) ThreadImport(ctx context.Context, caller string, next func() (*thread.ImportThread, error)) ([]thread.Imported, error) {
 	var out []thread.Imported
 	err := withTx(ctx, s.pool, func(tx pgx.Tx) error {
-		w := importWriter{tx: tx, caller: caller, used: map[uuid.UUID]bool{}}
+		w := importWriter{tx: tx, caller: caller, now: s.clock(), used: map[uuid.UUID]bool{}, files: map[uuid.UUID]bool{}}
 		for {
 			it, err := next()
 			if errors.Is(err, io.EOF) {
@@ -118,7 +119,9 @@ func (s *Store) ThreadImport(ctx context.Context, caller string, next func() (*t
 type importWriter struct {
 	tx     pgx.Tx
 	caller string
+	now    time.Time
 	used   map[uuid.UUID]bool // thread and run ids this import wrote
+	files  map[uuid.UUID]bool // attachment ids this import wrote
 	batch  []*thread.ImportThread
 	nodes  int
 	done   []thread.Imported
@@ -131,6 +134,10 @@ func (w *importWriter) flush(ctx context.Context) error {
 		return nil
 	}
 	if err := w.renewTaken(ctx); err != nil {
+		return err
+	}
+	files, err := w.placeFiles(ctx)
+	if err != nil {
 		return err
 	}
 	var threads, nodes, runs [][]any
@@ -177,6 +184,7 @@ func (w *importWriter) flush(ctx context.Context) error {
 		{"threads", []string{"id", "caller", "title", "metadata", "head_id", "last_seq", "created_at", "updated_at"}, threads},
 		{"checkpoints", []string{"thread_id", "id", "parent_id", "seq", "role", "content", "status", "attachments", "run_id", "created_at"}, nodes},
 		{"runs", []string{"id", "thread_id", "status", "user_message_id", "parent_id", "message_id", "model", "config", "usage", "error", "tree_seq", "created_at", "finished_at"}, runs},
+		{"attachments", []string{"id", "caller", "name", "content_type", "size", "data", "created_at"}, files},
 	}
 	for _, c := range copies {
 		if len(c.rows) == 0 {
@@ -224,6 +232,47 @@ func (w *importWriter) renewTaken(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// placeFiles returns the rows of the batch's inline attachments to
+// store: one the caller has already is not stored again, and one whose id
+// is another caller's is stored under a new id, which its thread's
+// messages then name.
+func (w *importWriter) placeFiles(ctx context.Context) ([][]any, error) {
+	var ids []uuid.UUID
+	for _, it := range w.batch {
+		for _, f := range it.Files {
+			ids = append(ids, f.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := w.tx.Query(ctx, `SELECT id, caller FROM attachments WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("import attachments: %w", interpretError(err))
+	}
+	owners := map[uuid.UUID]string{}
+	var id uuid.UUID
+	var owner string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &owner}, func() error { owners[id] = owner; return nil }); err != nil {
+		return nil, fmt.Errorf("import attachments: %w", interpretError(err))
+	}
+	var out [][]any
+	for _, it := range w.batch {
+		for i := 0; i < len(it.Files); i++ {
+			f := it.Files[i]
+			if o, taken := owners[f.ID]; (taken && o == w.caller) || w.files[f.ID] {
+				continue // the caller has it
+			} else if taken {
+				it.RenameAttachment(f.ID, uuid.New())
+				f = it.Files[i]
+			}
+			w.files[f.ID] = true
+			out = append(out, []any{f.ID, w.caller, f.Name, f.ContentType, int64(len(f.Data)), f.Data, w.now})
+		}
+	}
+	return out, nil
 }
 
 func importRunArgs(r *thread.Run, threadID uuid.UUID, seqs map[uuid.UUID]int64) ([]any, error) {

@@ -2,6 +2,8 @@ package thread
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
@@ -15,6 +17,10 @@ type ImportThread struct {
 	Nodes  []checkpoint.Node
 	Runs   []Run
 	Head   uuid.UUID // a leaf of Nodes, or uuid.Nil for an empty thread
+	// Files are attachments whose bytes the file carried (an export made
+	// with attachments inline): stored for the importing caller unless it
+	// has them already.
+	Files []File
 }
 
 // Imported is what an import wrote of one thread.
@@ -79,4 +85,38 @@ func (it *ImportThread) Renew() {
 		r.MessageID, r.ParentID, r.UserMessageID = re(r.MessageID), re(r.ParentID), re(r.UserMessageID)
 	}
 	it.Head = re(it.Head)
+}
+
+// RenameAttachment makes the thread's messages name attachment to instead
+// of from: in their attachments and in their parts' URLs. An import whose
+// attachment id is another caller's stores the bytes under a new id.
+func (it *ImportThread) RenameAttachment(from, to uuid.UUID) {
+	f, t := from.String(), to.String()
+	re := func(s string) string { return strings.ReplaceAll(s, f, t) }
+	parts := func(ps []checkpoint.Part) {
+		for i := range ps {
+			p := &ps[i]
+			p.Image = re(p.Image)
+			if p.Type == checkpoint.PartFile && len(p.Data) > 0 {
+				p.Data = json.RawMessage(re(string(p.Data)))
+			}
+		}
+	}
+	for i := range it.Nodes {
+		n := &it.Nodes[i]
+		n.Content = append([]checkpoint.Part(nil), n.Content...)
+		parts(n.Content)
+		n.Attachments = append([]checkpoint.Attachment(nil), n.Attachments...)
+		for j := range n.Attachments {
+			a := &n.Attachments[j]
+			a.ID, a.URL = re(a.ID), re(a.URL)
+			a.Content = append([]checkpoint.Part(nil), a.Content...)
+			parts(a.Content)
+		}
+	}
+	for i := range it.Files {
+		if it.Files[i].ID == from {
+			it.Files[i].ID = to
+		}
+	}
 }

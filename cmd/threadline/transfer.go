@@ -146,7 +146,8 @@ func exportOne(ctx context.Context, st *store.Store, ref thread.ThreadRef, dir, 
 // importCmd imports a file of threads for a caller in one transaction.
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	tf, e := newTransferFlags("import", "usage: threadline import [flags] FILE (a Threadline JSON export, ChatGPT's conversations.json or its ZIP, an Open WebUI chat export)", getenv, stderr)
-	var maxMsg, maxThread int64
+	var maxMsg, maxThread, maxAtt int64
+	e.num(&maxAtt, "max-attachment", "THREADLINE_MAX_ATTACHMENT", 10<<20, "bytes of one attachment carried inline")
 	e.num(&maxMsg, "max-message", "THREADLINE_MAX_MESSAGE", 256<<10, "message text limit in bytes")
 	e.num(&maxThread, "max-thread-messages", "THREADLINE_MAX_THREAD_MESSAGES", 10000, "messages one thread may hold (0: off)")
 	if err := tf.fs.Parse(args); err != nil {
@@ -166,7 +167,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer st.Close()
-	rd, err := export.NewReader(f, export.Options{MaxMessage: int(maxMsg), MaxThreadMessages: int(maxThread), Now: nowUTC()})
+	rd, err := export.NewReader(f, export.Options{MaxMessage: int(maxMsg), MaxThreadMessages: int(maxThread), MaxAttachment: maxAtt, Now: nowUTC()})
 	if err != nil {
 		return err
 	}

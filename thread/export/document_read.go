@@ -59,6 +59,15 @@ func fromDocument(raw json.RawMessage, where string) (*thread.ImportThread, erro
 		}
 		for _, a := range c.Attachments {
 			n.Attachments = append(n.Attachments, a.Attachment)
+			if a.Data != nil {
+				f, err := inlineFile(&a, cw, it.Files)
+				if err != nil {
+					return nil, err
+				}
+				if f != nil {
+					it.Files = append(it.Files, *f)
+				}
+			}
 		}
 		it.Nodes = append(it.Nodes, n)
 	}
@@ -115,4 +124,25 @@ func docRuns(in []DocRun, ids map[uuid.UUID]bool, where string) ([]thread.Run, e
 		out = append(out, run)
 	}
 	return out, nil
+}
+
+// inlineFile is an attachment whose bytes the document carries, or nil
+// when files holds it already.
+func inlineFile(a *Attachment, where string, files []thread.File) (*thread.File, error) {
+	id, err := uuid.Parse(a.ID)
+	if err != nil {
+		return nil, invalid(where, "attachment id %s is not a UUID", strconv.Quote(a.ID))
+	}
+	for _, f := range files {
+		if f.ID == id {
+			return nil, nil
+		}
+	}
+	if err := noNUL(a.Name, where+".attachments.name"); err != nil {
+		return nil, err
+	}
+	if err := noNUL(a.ContentType, where+".attachments.contentType"); err != nil {
+		return nil, err
+	}
+	return &thread.File{ID: id, Name: a.Name, ContentType: a.ContentType, Size: int64(len(a.Data)), Data: a.Data}, nil
 }

@@ -201,7 +201,7 @@ func TestDeepChain(t *testing.T) {
 	if its[0].Head != its[0].Nodes[n-1].ID {
 		t.Errorf("head is not the chain's end")
 	}
-	if _, err := read(t, deepChain(n), opt); errcode.Of(err) != errcode.TooLarge || !strings.Contains(err.Error(), "100000 messages") {
+	if _, err := read(t, deepChain(opt.MaxThreadMessages+1), opt); errcode.Of(err) != errcode.TooLarge || !strings.Contains(err.Error(), "10001 messages") {
 		t.Errorf("over the thread limit: %v, want too_large naming the count", err)
 	}
 }

@@ -25,6 +25,9 @@ type Options struct {
 	MaxMessage int
 	// MaxThreadMessages bounds the messages of one thread (0: no limit).
 	MaxThreadMessages int
+	// MaxAttachment bounds the bytes of one attachment carried inline (0:
+	// no limit).
+	MaxAttachment int64
 	// Now stands for a time the file does not give (a message without a
 	// timestamp).
 	Now time.Time

@@ -194,6 +194,11 @@ func hasNULEscape(b []byte) bool {
 // tree obeys: at most MaxThreadMessages messages, at most MaxMessage bytes
 // of text a message, no NUL, parents first, a leaf as head.
 func check(it *thread.ImportThread, where string, opt Options) error {
+	for _, f := range it.Files {
+		if opt.MaxAttachment > 0 && f.Size > opt.MaxAttachment {
+			return errcode.New(errcode.TooLarge, "%s: attachment %s has %d bytes; an attachment may have %d (THREADLINE_MAX_ATTACHMENT)", where, f.ID, f.Size, opt.MaxAttachment)
+		}
+	}
 	if opt.MaxThreadMessages > 0 && len(it.Nodes) > opt.MaxThreadMessages {
 		return errcode.New(errcode.TooLarge, "%s: %d messages; a thread may hold %d (THREADLINE_MAX_THREAD_MESSAGES)", where, len(it.Nodes), opt.MaxThreadMessages)
 	}
