@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threadline/threadline/api"
 )
@@ -318,5 +319,41 @@ func TestExportInlineAttachments(t *testing.T) {
 	wantStatus(t, resp, data, http.StatusOK, "")
 	if string(data) != "hello notes" {
 		t.Errorf("bob's attachment holds %q", data)
+	}
+}
+
+// TestImportedRunRejoin: an imported run has no event log; its rejoin
+// ends at once with a final snapshot, and GET …/runs/{run_id} answers it.
+func TestImportedRunRejoin(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tid := newID()
+	_, evs := e.stream(tid, newMessage("hello", nil))
+	checkRun(t, evs)
+	_, doc := e.do("GET", "/api/v1/threads/"+tid+"/export", nil)
+	var d struct {
+		Runs []struct {
+			RunID string `json:"run_id"`
+		} `json:"runs"`
+	}
+	json.Unmarshal(doc, &d)
+	e.do("DELETE", "/api/v1/threads/"+tid, nil)
+	resp, b, _ := e.importFile("application/json", doc)
+	wantStatus(t, resp, b, http.StatusCreated, "")
+	resp, b = e.do("GET", "/api/v1/threads/"+tid+"/runs/"+d.Runs[0].RunID, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	done := make(chan []byte, 1)
+	go func() {
+		_, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+d.Runs[0].RunID+"/stream?after=0", nil)
+		done <- b
+	}()
+	select {
+	case b := <-done:
+		evs := readEvents(t, bytes.NewReader(b))
+		if len(evs) != 1 || evs[0].Type != "snapshot" || evs[0].RunStatus != "succeeded" || len(evs[0].Messages) != 2 {
+			t.Fatalf("rejoin of an imported run: %s, want its final snapshot", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rejoin of an imported run did not end")
 	}
 }

@@ -140,7 +140,7 @@ func (w *importWriter) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var threads, nodes, runs [][]any
+	var threads, nodes, runs, logs [][]any
 	for _, it := range w.batch {
 		t := &it.Thread
 		md := t.Metadata
@@ -167,11 +167,11 @@ func (w *importWriter) flush(ctx context.Context) error {
 			}
 		}
 		for i := range it.Runs {
-			args, err := importRunArgs(&it.Runs[i], t.ID, seqs)
+			args, log, err := importRunArgs(&it.Runs[i], t.ID, seqs)
 			if err != nil {
 				return err
 			}
-			runs = append(runs, args)
+			runs, logs = append(runs, args), append(logs, log)
 		}
 		w.done = append(w.done, thread.Imported{ThreadID: t.ID, Title: t.Title, Messages: len(it.Nodes)})
 	}
@@ -185,6 +185,7 @@ func (w *importWriter) flush(ctx context.Context) error {
 		{"checkpoints", []string{"thread_id", "id", "parent_id", "seq", "role", "content", "status", "attachments", "run_id", "created_at"}, nodes},
 		{"runs", []string{"id", "thread_id", "status", "user_message_id", "parent_id", "message_id", "model", "config", "usage", "error", "tree_seq", "created_at", "finished_at"}, runs},
 		{"attachments", []string{"id", "caller", "name", "content_type", "size", "data", "created_at"}, files},
+		{"run_events", []string{"run_id", "first_seq", "last_seq", "data"}, logs},
 	}
 	for _, c := range copies {
 		if len(c.rows) == 0 {
@@ -275,11 +276,13 @@ func (w *importWriter) placeFiles(ctx context.Context) ([][]any, error) {
 	return out, nil
 }
 
-func importRunArgs(r *thread.Run, threadID uuid.UUID, seqs map[uuid.UUID]int64) ([]any, error) {
+// importRunArgs returns an imported run's row, and its event log: one
+// final snapshot of the tree as the run left it, so that a rejoin of the
+// run ends as any ended run's does.
+func importRunArgs(r *thread.Run, threadID uuid.UUID, seqs map[uuid.UUID]int64) (row, log []any, err error) {
 	var cfg, usage, rerr []byte
-	var err error
 	if cfg, err = json.Marshal(r.Config); err != nil {
-		return nil, fmt.Errorf("run %s config: %w", r.ID, err)
+		return nil, nil, fmt.Errorf("run %s config: %w", r.ID, err)
 	}
 	if r.Usage != nil {
 		usage, _ = json.Marshal(r.Usage) // two ints: always marshals
@@ -291,11 +294,15 @@ func importRunArgs(r *thread.Run, threadID uuid.UUID, seqs map[uuid.UUID]int64) 
 	if r.UserMessageID != uuid.Nil {
 		user = &r.UserMessageID
 	}
-	// The thread's last seq when the run started: before the checkpoint it wrote.
-	treeSeq := seqs[r.ID]
-	if treeSeq == 0 {
-		treeSeq = seqs[r.MessageID]
+	// The tree the run ended on: up to the newest checkpoint it wrote.
+	endSeq := seqs[r.ID]
+	if endSeq == 0 {
+		endSeq = seqs[r.MessageID]
 	}
-	treeSeq = max(treeSeq-1, 0)
-	return []any{r.ID, threadID, string(r.Status), user, r.ParentID, r.MessageID, r.Model, cfg, usage, rerr, treeSeq, r.CreatedAt, r.FinishedAt}, nil
+	data, err := encodeSegment([]thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: r.Status, TreeSeq: endSeq}}, false, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %s log: %w", r.ID, err)
+	}
+	row = []any{r.ID, threadID, string(r.Status), user, r.ParentID, r.MessageID, r.Model, cfg, usage, rerr, max(endSeq-1, 0), r.CreatedAt, r.FinishedAt}
+	return row, []any{r.ID, int64(1), int64(1), data}, nil
 }
