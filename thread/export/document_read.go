@@ -38,37 +38,12 @@ func fromDocument(raw json.RawMessage, where string) (*thread.ImportThread, erro
 		}
 	}
 	var last int64
-	for i, c := range d.Checkpoints {
-		cw := where + ".checkpoints[" + strconv.Itoa(i) + "]"
-		if c.ID == uuid.Nil {
-			return nil, invalid(cw, "id is missing")
+	for i := range d.Checkpoints {
+		n, err := docNode(&d.Checkpoints[i], where+".checkpoints["+strconv.Itoa(i)+"]", last, it)
+		if err != nil {
+			return nil, err
 		}
-		if c.Role != checkpoint.RoleUser && c.Role != checkpoint.RoleAssistant && c.Role != checkpoint.RoleSystem {
-			return nil, invalid(cw, "role %s is not user, assistant or system", strconv.Quote(string(c.Role)))
-		}
-		if c.Seq <= last {
-			return nil, invalid(cw, "seq %d does not follow %d: checkpoints are listed in seq order", c.Seq, last)
-		}
-		last = c.Seq
-		n := checkpoint.Node{ID: c.ID, ThreadID: d.Thread.ID, Seq: c.Seq, Role: c.Role, Content: c.Content, Status: c.Status, CreatedAt: c.CreatedAt.UTC()}
-		if c.ParentID != nil {
-			n.ParentID = *c.ParentID
-		}
-		if c.RunID != nil {
-			n.RunID = *c.RunID
-		}
-		for _, a := range c.Attachments {
-			n.Attachments = append(n.Attachments, a.Attachment)
-			if a.Data != nil {
-				f, err := inlineFile(&a, cw, it.Files)
-				if err != nil {
-					return nil, err
-				}
-				if f != nil {
-					it.Files = append(it.Files, *f)
-				}
-			}
-		}
+		last = n.Seq
 		it.Nodes = append(it.Nodes, n)
 	}
 	it.Thread.LastSeq = last
@@ -88,6 +63,43 @@ func fromDocument(raw json.RawMessage, where string) (*thread.ImportThread, erro
 	}
 	it.Runs = runs
 	return it, nil
+}
+
+// docNode reads one checkpoint of a document; its inline attachments
+// join it.Files.
+func docNode(c *Checkpoint, cw string, last int64, it *thread.ImportThread) (checkpoint.Node, error) {
+	var n checkpoint.Node
+	if c.ID == uuid.Nil {
+		return n, invalid(cw, "id is missing")
+	}
+	if c.Role != checkpoint.RoleUser && c.Role != checkpoint.RoleAssistant && c.Role != checkpoint.RoleSystem {
+		return n, invalid(cw, "role %s is not user, assistant or system", strconv.Quote(string(c.Role)))
+	}
+	if c.Seq <= last {
+		return n, invalid(cw, "seq %d does not follow %d: checkpoints are listed in seq order", c.Seq, last)
+	}
+	n = checkpoint.Node{ID: c.ID, ThreadID: it.Thread.ID, Seq: c.Seq, Role: c.Role, Content: c.Content, Status: c.Status, CreatedAt: c.CreatedAt.UTC()}
+	if c.ParentID != nil {
+		n.ParentID = *c.ParentID
+	}
+	if c.RunID != nil {
+		n.RunID = *c.RunID
+	}
+	for i := range c.Attachments {
+		a := &c.Attachments[i]
+		n.Attachments = append(n.Attachments, a.Attachment)
+		if a.Data == nil {
+			continue
+		}
+		f, err := inlineFile(a, cw, it.Files)
+		if err != nil {
+			return n, err
+		}
+		if f != nil {
+			it.Files = append(it.Files, *f)
+		}
+	}
+	return n, nil
 }
 
 func docRuns(in []DocRun, ids map[uuid.UUID]bool, where string) ([]thread.Run, error) {
