@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -45,14 +46,14 @@ type Result struct {
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("threadline-bench import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("database-url", getenv("THREADLINE_DATABASE_URL"), "Postgres URL of a server where a database may be created (THREADLINE_DATABASE_URL)")
+	dbURL0 := fs.String("database-url", getenv("THREADLINE_DATABASE_URL"), "Postgres URL of a server where a database may be created (THREADLINE_DATABASE_URL)")
 	size := fs.Int64("size", 64<<20, "bytes of the generated file")
 	perConv := fs.Int("messages", 40, "messages a conversation (one edit branch each)")
 	textLen := fs.Int("text", 1500, "bytes of text a message")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *url == "" {
+	if *dbURL0 == "" {
 		return errors.New("set THREADLINE_DATABASE_URL (or --database-url)")
 	}
 	f, err := os.CreateTemp("", "threadline-bench-conversations-*.json")
@@ -66,7 +67,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	fmt.Fprintf(stderr, "generated %s: %d bytes\n", f.Name(), n)
-	dbURL, drop, err := scratchDB(ctx, *url)
+	dbURL, drop, err := scratchDB(ctx, *dbURL0)
 	if err != nil {
 		return err
 	}
@@ -188,13 +189,13 @@ func watchHeap() func() uint64 {
 }
 
 // scratchDB creates a database of its own on url's server and returns its
-// URL and a function that drops it.
-func scratchDB(ctx context.Context, url string) (string, func(), error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return "", nil, err
+// URL and a function that drops it. url must be a postgres:// URL.
+func scratchDB(ctx context.Context, dsn string) (string, func(), error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", nil, fmt.Errorf("the database URL must be a postgres:// URL")
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return "", nil, err
 	}
@@ -207,9 +208,8 @@ func scratchDB(ctx context.Context, url string) (string, func(), error) {
 		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		conn.Close(context.Background())
 	}
-	c2 := cfg.Copy()
-	c2.Database = name
-	return c2.ConnString() + "", drop, nil
+	u.Path = "/" + name
+	return u.String(), drop, nil
 }
 
 // generate writes ChatGPT conversations of perConv messages (a chain, with
