@@ -93,6 +93,13 @@ type Config struct {
 	StreamsPerProcess int
 	// Raw, when set, serves GET …/runs/{run_id}/raw.
 	Raw RawStore
+	// Transfer, when set, serves a thread's export and the import of
+	// files of threads. MaxImport limits an import's body
+	// (DefaultMaxImport); MaxThreadMessages the messages of one imported
+	// thread (10,000; negative: off).
+	Transfer          thread.TransferStore
+	MaxImport         int64
+	MaxThreadMessages int
 }
 
 // Server is the HTTP API.
@@ -158,6 +165,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
 	}
+	cfg.transferDefaults()
 	if cfg.MaxAttachments <= 0 {
 		cfg.MaxAttachments = 10
 	}
@@ -247,6 +255,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	if cfg.Raw != nil {
 		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
 	}
+	s.transferRoutes(v1, mw)
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)

@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/floor"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/load"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/peer"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/transfer"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func main() {
 	}
 }
 
-const usage = `usage: threadline-bench peer|load|floor [flags]
+const usage = `usage: threadline-bench peer|load|floor|import [flags]
 
   peer   the workload of the peer comparison (PEER_WORKLOAD.md): turns, forks,
          edits, snapshots, history, bytes per turn and tokens/s, in-process
@@ -43,6 +44,8 @@ const usage = `usage: threadline-bench peer|load|floor [flags]
   floor  the floor under load (what load --floor starts): the same stream
          endpoints kept in memory, no database, no durability; not a service
          to deploy
+  import the import and export of a generated ChatGPT export (--size bytes):
+         messages a second and peak heap; prints one JSON object
 
 Run peer or load with --help to list its settings.
 `
@@ -60,6 +63,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return load.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "floor":
 		return floor.Serve(ctx, args[1:], getenv, stderr)
+	case "import":
+		return transfer.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -62,6 +62,8 @@ Usage:
   threadline serve [flags]            run the HTTP API (migrates on start)
   threadline migrate up|down|version  manage the schema
   threadline chat [flags]             chat with a service in the terminal
+  threadline export --out DIR [flags] write threads as JSON or Markdown files
+  threadline import [flags] FILE      import a file of threads (Threadline, ChatGPT, Open WebUI)
 Run a subcommand with --help to list its settings.
 `
 
@@ -87,6 +89,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "chat":
 		return chat.Main(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "export":
+		return exportCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "import":
+		return importCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -104,6 +110,7 @@ type Config struct {
 	MaxBody         int64
 	MaxMessage      int
 	MaxAttachment   int64
+	MaxImport       int64
 	AttachmentTypes []string
 	RateLimit       float64
 	RunLease        time.Duration
@@ -147,6 +154,15 @@ type Config struct {
 	AuthFailures      int
 	AuthFailRate      float64
 	TrustedProxies    []*net.IPNet
+}
+
+// importMessages maps the thread message limit onto api.Config, where 0
+// is the default and a negative limit is off.
+func importMessages(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // startLinger maps the setting onto engine.Config, where 0 is the default
@@ -220,6 +236,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.num(&maxBody, "max-body", "THREADLINE_MAX_BODY", 1<<20, "JSON body limit in bytes")
 	e.num(&maxMsg, "max-message", "THREADLINE_MAX_MESSAGE", 256<<10, "message text limit in bytes")
 	e.num(&maxAtt, "max-attachment", "THREADLINE_MAX_ATTACHMENT", 10<<20, "attachment size limit in bytes")
+	e.num(&cfg.MaxImport, "max-import", "THREADLINE_MAX_IMPORT", api.DefaultMaxImport, "body limit of POST /threads/import in bytes (a file of threads: JSON or ZIP)")
 	var attTypes string
 	e.str(&attTypes, "attachment-types", "THREADLINE_ATTACHMENT_TYPES", strings.Join(api.DefaultAttachmentTypes, ","), "accepted attachment content types, comma separated")
 	e.float(&cfg.RateLimit, "rate-limit", "THREADLINE_RATE_LIMIT", 0, "requests per second per caller (0: off)")
@@ -455,6 +472,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
 		Tools: tools, Raw: st,
+		Transfer: st, MaxImport: cfg.MaxImport, MaxThreadMessages: importMessages(cfg.MessagesPerThread),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
