@@ -26,13 +26,33 @@ import (
 // as UI message chunks (uiEncoder) instead of NDJSON.
 
 // uiChatBody is what the AI SDK's HttpChatTransport sends (id, messages,
-// trigger, messageId), plus Threadline's optional run_config.
+// trigger, messageId), plus Threadline's optional run_config, plus what
+// assistant-ui's AssistantChatTransport adds: system (the run's system
+// prompt unless run_config has one), tools (frontend tools: none may be
+// declared, the route runs no client tools), callSettings, config and
+// metadata (not read).
 type uiChatBody struct {
 	ID        string            `json:"id"`
 	Messages  []json.RawMessage `json:"messages"`
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
 	RunConfig *thread.RunConfig `json:"run_config"`
+
+	System       *string         `json:"system"`
+	Tools        json.RawMessage `json:"tools"`
+	CallSettings json.RawMessage `json:"callSettings"`
+	Config       json.RawMessage `json:"config"`
+	Metadata     json.RawMessage `json:"metadata"`
+}
+
+// noTools reports whether a tools member declares no tool: absent, null,
+// {} or [].
+func noTools(raw json.RawMessage) bool {
+	switch strings.Join(strings.Fields(string(raw)), "") {
+	case "", "null", "{}", "[]":
+		return true
+	}
+	return false
 }
 
 // uiMessage is the part of a UIMessage the routes read; the rest of it
@@ -127,6 +147,12 @@ func (s *Server) uiRunRequest(b *uiChatBody, threadID uuid.UUID, tree *checkpoin
 	var req thread.RunRequest
 	if b.RunConfig != nil {
 		req.Config = *b.RunConfig
+	}
+	if b.System != nil && req.Config.System == "" {
+		req.Config.System = *b.System
+	}
+	if !noTools(b.Tools) {
+		return req, errcode.New(errcode.Invalid, "tools: frontend tools are not run over /ui/chat; declare client tools in run_config.tools of the native run API")
 	}
 	if len(b.Messages) == 0 {
 		return req, errcode.New(errcode.Invalid, "messages must hold at least the message to answer")

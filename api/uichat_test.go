@@ -324,6 +324,7 @@ func TestUIChatBadRequests(t *testing.T) {
 		{"assistant last", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{uiMsg{"id": "a", "role": "assistant", "parts": []any{}}}}, 400, "invalid_request"},
 		{"empty text", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{uiMsg{"id": "a", "role": "user", "parts": []any{}}}}, 400, "invalid_request"},
 		{"tool part", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{uiMsg{"id": "a", "role": "user", "parts": []any{map[string]any{"type": "dynamic-tool"}}}}}, 400, "invalid_request"},
+		{"frontend tools", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{userMsg("a", "x")}, "tools": map[string]any{"t": map[string]any{}}}, 400, "invalid_request"},
 		{"regenerate unknown", map[string]any{"id": chat, "trigger": "regenerate-message", "messageId": "nope", "messages": []any{userMsg("a", "x")}}, 422, "invalid_fork"},
 		{"regenerate unsent", map[string]any{"id": chat, "trigger": "regenerate-message", "messages": []any{userMsg("a", "x")}}, 422, "invalid_fork"},
 	}
@@ -337,4 +338,25 @@ func TestUIChatBadRequests(t *testing.T) {
 	wantStatus(t, resp, b, http.StatusNotFound, "not_found")
 	resp, b = e.do("GET", "/api/v1/ui/chat/"+chat+"/stream", nil, "Last-Event-ID", "x")
 	wantStatus(t, resp, b, http.StatusBadRequest, "invalid_request")
+}
+
+// TestUIChatAssistantUIBody: the fields assistant-ui's
+// AssistantChatTransport adds are taken; system becomes the run's system
+// prompt.
+func TestUIChatAssistantUIBody(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	_, _, evs := e.uiPost(map[string]any{"id": "__LOCALID_abc", "trigger": "submit-message", "messages": []any{userMsg("m", "hi")},
+		"system": "be brief", "tools": map[string]any{}, "callSettings": map[string]any{}, "config": map[string]any{}, "metadata": nil})
+	_, meta := checkUIRun(t, evs)
+	resp, b := e.do("GET", "/api/v1/threads/"+meta["threadId"].(string)+"/runs/"+meta["runId"].(string), nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	var run struct {
+		Config struct {
+			System string `json:"system"`
+		} `json:"run_config"`
+	}
+	if err := json.Unmarshal(b, &run); err != nil || run.Config.System != "be brief" {
+		t.Fatalf("run: got %s, want run_config.system \"be brief\"", b)
+	}
 }
