@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
 )
 
 // uiEvent is one server-sent event of a UI message stream.
@@ -358,5 +362,51 @@ func TestUIChatAssistantUIBody(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &run); err != nil || run.Config.System != "be brief" {
 		t.Fatalf("run: got %s, want run_config.system \"be brief\"", b)
+	}
+}
+
+// TestUIChatResumeAfterOwnerDied: a run whose process died (its lease
+// lapsed, its log holds part of a reply) resumes over GET …/stream: the
+// logged text, then, once recovery ends it, the run_interrupted error and
+// finish with status interrupted.
+func TestUIChatResumeAfterOwnerDied(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	tid := uuid.New()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if _, _, err := e.store.ThreadCreate(ctx, &thread.Thread{ID: tid, Caller: "local", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	user := &checkpoint.Node{ID: uuid.New(), ThreadID: tid, Role: checkpoint.RoleUser, Content: []checkpoint.Part{{Type: "text", Text: "q"}}, Seq: 1, CreatedAt: now}
+	r := thread.Run{ID: uuid.New(), ThreadID: tid, Status: thread.RunRunning, UserMessageID: user.ID, ParentID: user.ID, MessageID: uuid.New(),
+		Model: "builtin", Owner: "dead-process", LeaseUntil: now.Add(-time.Second), TreeSeq: 1, CreatedAt: now}
+	if _, err := e.store.RunCreate(ctx, thread.RunCreate{Caller: "local", Thread: tid, User: user, Run: r},
+		thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: []thread.Record{{Seq: 2, Kind: thread.KindToken, Text: "half"}, {Seq: 3, Kind: thread.KindToken, Text: " done"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		resp, b := e.do("GET", "/api/v1/ui/chat/"+tid.String()+"/stream", nil)
+		if resp.StatusCode != http.StatusOK {
+			b = nil
+		}
+		got <- b
+	}()
+	e.svc.Recover(ctx) // before or after the GET joined: the same stream
+	b := <-got
+	if b == nil {
+		t.Fatal("GET …/stream did not answer 200")
+	}
+	evs := readSSE(t, b)
+	_, meta := checkUIRun(t, evs)
+	if got, want := types(evs), "start start-step text-start text-delta text-end error finish-step finish [DONE]"; got != want {
+		t.Fatalf("chunks: got %s, want %s", got, want)
+	}
+	if evs[0].Chunk.MessageID != r.MessageID.String() || deltas(evs) != "half done" || meta["status"] != "interrupted" {
+		t.Fatalf("resumed: message %s, text %q, finish %v; want %s, \"half done\", interrupted", evs[0].Chunk.MessageID, deltas(evs), meta, r.MessageID)
 	}
 }
