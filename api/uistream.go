@@ -84,11 +84,17 @@ type uiEncoder struct {
 	calls   []uiCall // tool calls whose input streams, in the order they opened
 	done    bool     // the final snapshot came
 	status  thread.RunStatus
+	out     []uiChunk // add's result, reused
 }
 
-// add returns the chunks of one event.
+// add returns the chunks of one event, valid until the next add.
 func (e *uiEncoder) add(ev *thread.Event) []uiChunk {
-	var out []uiChunk
+	e.out = e.encode(e.out[:0], ev)
+	return e.out
+}
+
+// encode appends the chunks of one event to out.
+func (e *uiEncoder) encode(out []uiChunk, ev *thread.Event) []uiChunk {
 	if !e.started {
 		e.started = true
 		meta, _ := json.Marshal(uiStartMeta{ThreadID: e.run.ThreadID, RunID: e.run.ID})
@@ -144,17 +150,17 @@ func (e *uiEncoder) text(out []uiChunk, ev *thread.Event) []uiChunk {
 	if ev.Text == "" {
 		return out
 	}
-	kind := "text"
+	start, delta, prefix := "text-start", "text-delta", "t"
 	if ev.Type == thread.KindReasoning {
-		kind = "reasoning"
+		start, delta, prefix = "reasoning-start", "reasoning-delta", "r"
 	}
 	if e.open != ev.Type {
 		out = e.stepOpen(e.closePart(out))
 		e.open = ev.Type
-		e.partID = kind[:1] + strconv.FormatInt(ev.Sequence, 10)
-		out = append(out, uiChunk{Type: kind + "-start", ID: e.partID})
+		e.partID = prefix + strconv.FormatInt(ev.Sequence, 10)
+		out = append(out, uiChunk{Type: start, ID: e.partID})
 	}
-	return append(out, uiChunk{Type: kind + "-delta", ID: e.partID, Delta: ev.Text})
+	return append(out, uiChunk{Type: delta, ID: e.partID, Delta: ev.Text})
 }
 
 // toolCall adds a piece of a call's input; the first piece opens the call.
@@ -249,18 +255,30 @@ func orText(s, def string) string {
 }
 
 // appendSSE appends chunk c as one server-sent event whose id is the
-// native sequence of the event it encodes.
+// native sequence of the event it encodes (none for seq 0).
 func appendSSE(b []byte, seq int64, c *uiChunk) ([]byte, error) {
-	j, err := json.Marshal(c)
-	if err != nil {
-		return b, err
-	}
 	if seq > 0 {
 		b = append(b, "id: "...)
 		b = strconv.AppendInt(b, seq, 10)
 		b = append(b, '\n')
 	}
 	b = append(b, "data: "...)
-	b = append(b, j...)
+	if c.Type == "text-delta" || c.Type == "reasoning-delta" {
+		// Deltas are most of a stream: written directly, byte for byte
+		// what json.Marshal writes for them (tested).
+		b = append(b, `{"type":"`...)
+		b = append(b, c.Type...)
+		b = append(b, `","id":`...)
+		b = checkpoint.AppendJSONString(b, c.ID)
+		b = append(b, `,"delta":`...)
+		b = checkpoint.AppendJSONString(b, c.Delta)
+		b = append(b, '}')
+	} else {
+		j, err := json.Marshal(c)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, j...)
+	}
 	return append(b, "\n\n"...), nil
 }

@@ -103,8 +103,50 @@ func TestAppendSSE(t *testing.T) {
 	if got, want := string(b), "id: 7\ndata: {\"type\":\"text-delta\",\"id\":\"t2\",\"delta\":\"a\\nb\"}\n\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+	for _, delta := range []string{"plain", "<b>&</b>", "tab\there \"quoted\" \\", "\u2028 line sep, ü, 😀, \x01", "bad \xff utf-8", ""} {
+		for _, typ := range []string{"text-delta", "reasoning-delta"} {
+			c := uiChunk{Type: typ, ID: "t1", Delta: delta}
+			b, _ := appendSSE(nil, 3, &c)
+			j, _ := json.Marshal(struct {
+				Type  string `json:"type"`
+				ID    string `json:"id"`
+				Delta string `json:"delta"`
+			}{typ, "t1", delta})
+			if want := "id: 3\ndata: " + string(j) + "\n\n"; string(b) != want {
+				t.Errorf("%s %q: got %q, want %q", typ, delta, b, want)
+			}
+		}
+	}
 	b, _ = appendSSE(nil, 0, &uiChunk{Type: "finish-step"})
 	if got, want := string(b), "data: {\"type\":\"finish-step\"}\n\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// BenchmarkUIEncode: one run of 200 tokens, from the first snapshot to the
+// final one, encoded to SSE bytes (chunks and their id and data lines).
+func BenchmarkUIEncode(b *testing.B) {
+	run := &thread.Run{ID: uuid.New(), ThreadID: uuid.New(), MessageID: uuid.New()}
+	evs := []thread.Event{{Type: thread.KindSnapshot, Snapshot: &thread.Snapshot{RunStatus: thread.RunRunning}}}
+	for i := 0; i < 200; i++ {
+		evs = append(evs, thread.Event{Type: thread.KindToken, Text: " word"})
+	}
+	evs = append(evs, thread.Event{Type: thread.KindSnapshot, Snapshot: &thread.Snapshot{RunStatus: thread.RunSucceeded}})
+	for i := range evs {
+		evs[i].Sequence = int64(i + 1)
+	}
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		enc := &uiEncoder{run: run}
+		for i := range evs {
+			chunks := enc.add(&evs[i])
+			for j := range chunks {
+				var err error
+				if buf, err = appendSSE(buf[:0], evs[i].Sequence, &chunks[j]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	}
 }
