@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -275,7 +276,17 @@ const uiResumeWindow = 5 * time.Minute
 // from the durable log (after Last-Event-ID, when sent) and followed live
 // to its end; 204 when there is none.
 func (s *Server) uiChatStream(c echo.Context) error {
-	threadID, err := chatThreadID(c.Param("id"))
+	id := c.Param("id")
+	if c.Request().URL.RawPath != "" {
+		// echo routed on the escaped path (the id holds an escaped "/"):
+		// its parameter is still escaped.
+		u, err := url.PathUnescape(id)
+		if err != nil {
+			return errcode.New(errcode.Invalid, "the chat id in the path is not validly escaped")
+		}
+		id = u
+	}
+	threadID, err := chatThreadID(id)
 	if err != nil {
 		return err
 	}
@@ -293,14 +304,7 @@ func (s *Server) uiChatStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runID := uuid.Nil
-	if a := snap.ActiveRun; a != nil {
-		runID = a.RunID
-	} else if _, path, _ := snap.Export(); len(path) > 0 {
-		if m := path[len(path)-1]; m.Role == checkpoint.RoleAssistant && m.Metadata.RunID != nil {
-			runID = *m.Metadata.RunID
-		}
-	}
+	runID := resumeRunID(snap)
 	if runID == uuid.Nil {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -317,6 +321,20 @@ func (s *Server) uiChatStream(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	return s.uiStream(c, run, after)
+}
+
+// resumeRunID is the run a resume follows: the running one, else the run
+// of the head reply; uuid.Nil for none.
+func resumeRunID(snap *thread.ThreadSnapshot) uuid.UUID {
+	if a := snap.ActiveRun; a != nil {
+		return a.RunID
+	}
+	if _, path, _ := snap.Export(); len(path) > 0 {
+		if m := path[len(path)-1]; m.Role == checkpoint.RoleAssistant && m.Metadata.RunID != nil {
+			return *m.Metadata.RunID
+		}
+	}
+	return uuid.Nil
 }
 
 // uiStream writes the run's events from the first as UI message chunks

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -408,5 +409,20 @@ func TestUIChatResumeAfterOwnerDied(t *testing.T) {
 	}
 	if evs[0].Chunk.MessageID != r.MessageID.String() || deltas(evs) != "half done" || meta["status"] != "interrupted" {
 		t.Fatalf("resumed: message %s, text %q, finish %v; want %s, \"half done\", interrupted", evs[0].Chunk.MessageID, deltas(evs), meta, r.MessageID)
+	}
+}
+
+// TestUIChatEscapedID: a chat id that needs escaping in the resume URL
+// (DefaultChatTransport encodeURIComponent()s it) names the same thread.
+func TestUIChatEscapedID(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, id := range []string{"my chat/ü?x=1", "100% sure", "plain-id_1"} {
+		_, _, evs := e.uiPost(map[string]any{"id": id, "trigger": "submit-message", "messages": []any{userMsg("m", "hi")}})
+		checkUIRun(t, evs)
+		resp, b := e.do("GET", "/api/v1/ui/chat/"+url.PathEscape(id)+"/stream", nil)
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(evs[0].Data)) {
+			t.Errorf("resume of chat %q: got %d %.200s, want the run that started with %s", id, resp.StatusCode, b, evs[0].Data)
+		}
 	}
 }
