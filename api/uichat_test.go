@@ -426,3 +426,20 @@ func TestUIChatEscapedID(t *testing.T) {
 		}
 	}
 }
+
+// TestUIChatRetry: the same submit again is answered with the run it
+// started, replayed; the thread gets no second message.
+func TestUIChatRetry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	body := map[string]any{"id": newID(), "trigger": "submit-message", "messages": []any{userMsg("m1", "hi")}}
+	_, first, evs := e.uiPost(body)
+	_, meta := checkUIRun(t, evs)
+	_, again, _ := e.uiPost(body)
+	if !bytes.Equal(again, first) {
+		t.Fatalf("retry:\n%s\nwant the first stream:\n%s", again, first)
+	}
+	if s := e.snapshot(meta["threadId"].(string)); len(s.Repo.Messages) != 2 {
+		t.Fatalf("thread after a retry: %d messages, want 2", len(s.Repo.Messages))
+	}
+}
