@@ -404,7 +404,7 @@ func TestUIChatResumeAfterOwnerDied(t *testing.T) {
 	}
 	evs := readSSE(t, b)
 	_, meta := checkUIRun(t, evs)
-	if got, want := types(evs), "start start-step text-start text-delta text-end error finish-step finish [DONE]"; got != want {
+	if got, want := types(evs), "start start-step text-start text-delta text-end message-metadata error finish-step finish [DONE]"; got != want {
 		t.Fatalf("chunks: got %s, want %s", got, want)
 	}
 	if evs[0].Chunk.MessageID != r.MessageID.String() || deltas(evs) != "half done" || meta["status"] != "interrupted" {

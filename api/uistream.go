@@ -37,6 +37,13 @@ type uiStartMeta struct {
 	RunID    uuid.UUID `json:"runId"`
 }
 
+// uiErrorMeta is the message-metadata chunk sent before an error chunk.
+type uiErrorMeta struct {
+	ThreadID uuid.UUID       `json:"threadId"`
+	RunID    uuid.UUID       `json:"runId"`
+	Error    thread.RunError `json:"error"`
+}
+
 // uiFinishMeta is the finish chunk's messageMetadata: the run as it ended.
 type uiFinishMeta struct {
 	ThreadID uuid.UUID        `json:"threadId"`
@@ -119,7 +126,11 @@ func (e *uiEncoder) encode(out []uiChunk, ev *thread.Event) []uiChunk {
 		out = e.stepOpen(e.closePart(out))
 		out = append(out, uiChunk{Type: "data-" + ev.Name, ID: dataPartID(ev.Data), Data: thread.OrNull(ev.Data)})
 	case thread.KindError:
-		out = append(e.closePart(out), uiChunk{Type: "error", ErrorText: orText(ev.Text, string(ev.Code))})
+		// The SDK's chat stops reading at an error chunk: the error's code
+		// goes first, as message metadata, so the message keeps it.
+		meta, _ := json.Marshal(uiErrorMeta{ThreadID: e.run.ThreadID, RunID: e.run.ID, Error: thread.RunError{Code: ev.Code, Message: ev.Text}})
+		out = append(e.closePart(out), uiChunk{Type: "message-metadata", MessageMetadata: meta},
+			uiChunk{Type: "error", ErrorText: orText(ev.Text, string(ev.Code))})
 	case thread.KindSnapshot:
 		out = e.snapshot(out, ev)
 	}

@@ -60,7 +60,9 @@ func TestUIEncoder(t *testing.T) {
 		{"error", []thread.Event{snap(thread.RunRunning), tok("a"), {Type: thread.KindError, Text: "model timed out", Code: errcode.ModelTimeout},
 			snap(thread.RunFailed)}, []string{
 			`{"type":"start-step"}`, `{"type":"text-start","id":"t2"}`, `{"type":"text-delta","id":"t2","delta":"a"}`,
-			`{"type":"text-end","id":"t2"}`, `{"type":"error","errorText":"model timed out"}`, `{"type":"finish-step"}`}},
+			`{"type":"text-end","id":"t2"}`,
+			`{"type":"message-metadata","messageMetadata":{"threadId":"` + run.ThreadID.String() + `","runId":"` + run.ID.String() + `","error":{"code":"model_timeout","message":"model timed out"}}}`,
+			`{"type":"error","errorText":"model timed out"}`, `{"type":"finish-step"}`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

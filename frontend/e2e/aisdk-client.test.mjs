@@ -144,6 +144,23 @@ describe("aisdk-client", () => {
         assert.equal(native.result, 84);
       });
 
+      it("reports a model's failure as the SDK's error, with the run's status", { timeout: 60_000 }, async () => {
+        const chat = newChat(chatId("error"));
+        await chat.sendMessage({ text: "hi" }, { body: { run_config: { model: "needs-key" } } });
+        assert.equal(errors.length, 1, String(errors));
+        assert.match(errors[0].message, /THREADLINE_E2E_MISSING_KEY/);
+        errors.length = 0;
+        assert.equal(chat.status, "error");
+        assert.match(chat.error?.message ?? "", /THREADLINE_E2E_MISSING_KEY/);
+        // The SDK stops reading at the error chunk; the metadata before it
+        // names the error's code.
+        const reply = chat.messages[1];
+        assert.equal(reply.role, "assistant");
+        assert.equal(reply.metadata.error.code, "model_not_configured");
+        const run = await get(`/threads/${reply.metadata.threadId}/runs/${reply.metadata.runId}`);
+        assert.equal(run.status, "failed");
+      });
+
       it("resumes a reply mid-stream after a reload, and after the run ended", { timeout: 60_000 }, async () => {
         const id = chatId("resume");
         const first = newChat(id);
