@@ -38,6 +38,10 @@ type uiChatBody struct {
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
 	RunConfig *thread.RunConfig `json:"run_config"`
+	// OnDisconnect is the native on_disconnect: "continue" (the default:
+	// a reload resumes) or "cancel" (closing the stream, as useChat's
+	// stop() does, cancels the run).
+	OnDisconnect string `json:"on_disconnect"`
 
 	System       *string         `json:"system"`
 	Tools        json.RawMessage `json:"tools"`
@@ -134,7 +138,7 @@ func (s *Server) uiChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.uiStream(c, run, 0)
+	return s.uiStream(c, run, 0, req.OnDisconnect)
 }
 
 // uiRunRequest maps a chat request to the native run request over the
@@ -149,6 +153,7 @@ func (s *Server) uiRunRequest(b *uiChatBody, threadID uuid.UUID, tree *checkpoin
 	if b.RunConfig != nil {
 		req.Config = *b.RunConfig
 	}
+	req.OnDisconnect = b.OnDisconnect
 	if b.System != nil && req.Config.System == "" {
 		req.Config.System = *b.System
 	}
@@ -320,7 +325,7 @@ func (s *Server) uiChatStream(c echo.Context) error {
 	if snap.ActiveRun == nil && (run.FinishedAt == nil || time.Since(*run.FinishedAt) > uiResumeWindow) {
 		return c.NoContent(http.StatusNoContent)
 	}
-	return s.uiStream(c, run, after)
+	return s.uiStream(c, run, after, "continue")
 }
 
 // resumeRunID is the run a resume follows: the running one, else the run
@@ -340,8 +345,9 @@ func resumeRunID(snap *thread.ThreadSnapshot) uuid.UUID {
 // uiStream writes the run's events from the first as UI message chunks
 // over SSE, leaving out the chunks of events up to after (the client has
 // them), until the final snapshot (then finish and [DONE]) or the client
-// leaves. Like stream, headers go out with the first event.
-func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64) error {
+// leaves (cancelling the run if onDisconnect is "cancel"). Like stream,
+// headers go out with the first event.
+func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
 	ctx := c.Request().Context()
 	w := c.Response()
 	h := w.Header()
@@ -405,6 +411,11 @@ func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64) error {
 	})
 	switch {
 	case ctx.Err() != nil:
+		if onDisconnect == "cancel" {
+			if cerr := s.svc.CancelRun(context.WithoutCancel(ctx), caller(c), run.ThreadID, run.ID); cerr != nil {
+				s.log.Warn("cancel on disconnect", "run_id", run.ID, "err", cerr)
+			}
+		}
 		return nil
 	case err != nil && !started:
 		return err

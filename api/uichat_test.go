@@ -330,6 +330,7 @@ func TestUIChatBadRequests(t *testing.T) {
 		{"empty text", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{uiMsg{"id": "a", "role": "user", "parts": []any{}}}}, 400, "invalid_request"},
 		{"tool part", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{uiMsg{"id": "a", "role": "user", "parts": []any{map[string]any{"type": "dynamic-tool"}}}}}, 400, "invalid_request"},
 		{"frontend tools", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{userMsg("a", "x")}, "tools": map[string]any{"t": map[string]any{}}}, 400, "invalid_request"},
+		{"bad on_disconnect", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{userMsg("a", "x")}, "on_disconnect": "stop"}, 400, "invalid_request"},
 		{"regenerate unknown", map[string]any{"id": chat, "trigger": "regenerate-message", "messageId": "nope", "messages": []any{userMsg("a", "x")}}, 422, "invalid_fork"},
 		{"regenerate unsent", map[string]any{"id": chat, "trigger": "regenerate-message", "messages": []any{userMsg("a", "x")}}, 422, "invalid_fork"},
 	}
@@ -441,5 +442,44 @@ func TestUIChatRetry(t *testing.T) {
 	}
 	if s := e.snapshot(meta["threadId"].(string)); len(s.Repo.Messages) != 2 {
 		t.Fatalf("thread after a retry: %d messages, want 2", len(s.Repo.Messages))
+	}
+}
+
+// TestUIChatCancelOnDisconnect: with on_disconnect "cancel", closing the
+// stream (useChat's stop()) cancels the run; by default the run goes on.
+func TestUIChatCancelOnDisconnect(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withDelay(20*time.Millisecond), withTokens(200))
+	for _, tc := range []struct{ onDisconnect, want string }{{"cancel", "cancelled"}, {"", "succeeded"}} {
+		body, _ := json.Marshal(map[string]any{"id": newID(), "trigger": "submit-message", "messages": []any{userMsg(newID(), "hi")}, "on_disconnect": tc.onDisconnect})
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/api/v1/ui/chat", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tid, rid := resp.Header.Get("X-Thread-Id"), resp.Header.Get("X-Run-Id")
+		sc := bufio.NewScanner(resp.Body)
+		for n := 0; n < 8; n++ { // a few chunks in
+			if !sc.Scan() {
+				break
+			}
+		}
+		cancel()
+		resp.Body.Close()
+		var run struct {
+			Status string `json:"status"`
+		}
+		for deadline := time.Now().Add(20 * time.Second); run.Status != tc.want && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			_, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+rid, nil)
+			_ = json.Unmarshal(b, &run)
+			if run.Status != "running" && run.Status != tc.want {
+				break
+			}
+		}
+		if run.Status != tc.want {
+			t.Errorf("on_disconnect %q: run ended %q, want %q", tc.onDisconnect, run.Status, tc.want)
+		}
 	}
 }

@@ -120,6 +120,21 @@ browserSuite(
       assert.equal(await lastAssistant(page).textContent(), nativeText(snap.messages[1]), "the whole reply, once");
     });
 
+    test("Stop ends the reply and cancels the run", async ({ page, ctx }) => {
+      await page.goto(`${await exampleUrl(ctx.serviceUrl)}/`);
+      await page.getByLabel("Message", { exact: true }).waitFor();
+      const id = chatId(page);
+      await sendText(page, "tell me a long story");
+      await poll(async () => ((await lastAssistant(page).textContent().catch(() => "")) ?? "").length > 10, { message: "some of the reply" });
+      await page.getByRole("button", { name: "Stop" }).click();
+      await waitReady(page);
+      const snap = await poll(async () => {
+        const s = await ctx.snapshot(id);
+        return s.active_run === null ? s : null;
+      }, { message: "the run's end" });
+      assert.deepEqual(snap.messages[1].status, { type: "incomplete", reason: "cancelled" });
+    });
+
     test("useChat shows a tool call with its result", async ({ page, ctx }) => {
       await page.goto(`${await exampleUrl(ctx.serviceUrl)}/?model=builtin:demo`);
       await page.getByLabel("Message", { exact: true }).waitFor();

@@ -30,6 +30,14 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     transport: new DefaultChatTransport({ api: API, body: runBody() }),
   });
   const busy = status === "submitted" || status === "streaming";
+  // stop() closes the stream; the run would go on (a reload resumes it):
+  // Stop also cancels it through the native API.
+  const stopRun = async () => {
+    const last = messages.at(-1);
+    const meta = (last?.role === "assistant" ? last.metadata : undefined) as { threadId?: string; runId?: string } | undefined;
+    await stop();
+    if (meta?.threadId && meta.runId) await fetch(`/api/v1/threads/${meta.threadId}/runs/${meta.runId}/cancel`, { method: "POST" });
+  };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (!input.trim() || busy) return;
@@ -59,7 +67,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
       <form onSubmit={submit}>
         <input aria-label="Message" value={input} onChange={(e) => setInput(e.target.value)} placeholder="Say something" />
         {busy ? (
-          <button type="button" onClick={() => void stop()}>
+          <button type="button" onClick={() => void stopRun()}>
             Stop
           </button>
         ) : (
