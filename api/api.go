@@ -257,6 +257,8 @@ func New(svc *engine.Service, cfg Config) *Server {
 	}
 	s.transferRoutes(v1, mw)
 	v1.GET("/models", s.listModels, mw...)
+	v1.POST("/ui/chat", s.uiChat, mw...)
+	v1.GET("/ui/chat/:id/stream", s.uiChatStream, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)
 	if cfg.Attachments != nil {

@@ -12,7 +12,7 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: [".next/**", ".test-build/**", "node_modules/**", "e2e/artifacts/**", "next-env.d.ts"] },
+  { ignores: [".next/**", ".test-build/**", "node_modules/**", "e2e/artifacts/**", "next-env.d.ts", "examples/*/node_modules/**", "examples/*/dist/**", "examples/*/src/**"] },
   js.configs.recommended,
   {
     files: ["**/*.ts", "**/*.tsx"],

@@ -51,7 +51,7 @@ export function browserSuite(file, body, opts = {}) {
     let browser = null;
     before(
       async () => {
-        Object.assign(ctx, makeCtx(await startStack(name, { serviceEnv: opts.serviceEnv })));
+        Object.assign(ctx, makeCtx(await startStack(name, { serviceEnv: opts.serviceEnv, web: opts.web })));
         browser = await chromium.launch({
           executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
           headless: true,

@@ -98,7 +98,7 @@ function psql(adminUrl, sql) {
  * Starts everything for one test file; returns the ctx the tests get and
  * stop(). name labels the logs in artifacts/.
  */
-export async function startStack(name, { serviceEnv: extraEnv = {} } = {}) {
+export async function startStack(name, { serviceEnv: extraEnv = {}, web: withWeb = true } = {}) {
   mkdirSync(artifacts, { recursive: true });
   if (process.env.E2E_BASE_URL && process.env.E2E_SERVICE_URL) {
     return { baseUrl: process.env.E2E_BASE_URL, serviceUrl: process.env.E2E_SERVICE_URL, stop: async () => {} };
@@ -165,7 +165,7 @@ export async function startStack(name, { serviceEnv: extraEnv = {} } = {}) {
   };
 
   try {
-    if (!existsSync(serviceBin) || !existsSync(join(frontend, ".next", "BUILD_ID"))) buildAll();
+    if (!existsSync(serviceBin) || (withWeb && !existsSync(join(frontend, ".next", "BUILD_ID")))) buildAll({ next: withWeb });
 
     let dbUrl;
     if (adminUrl) {
@@ -209,6 +209,11 @@ export async function startStack(name, { serviceEnv: extraEnv = {} } = {}) {
     };
     const service = startProcess("service", serviceBin, ["serve"], { cwd: repo, env: serviceEnv });
     await waitFor(`${serviceUrl}/readyz`, "the service", service);
+    if (!withWeb) {
+      // The service alone (web: false): for tests that are its own clients.
+      log(`${name}: service ${serviceUrl}, database ${dbName}`);
+      return { serviceUrl, stop };
+    }
 
     // Next reaches the service through a relay the tests can cut.
     relay = await startRelay(apiPort);
