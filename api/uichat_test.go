@@ -169,7 +169,7 @@ func TestUIChatConversation(t *testing.T) {
 	}
 	tid := meta["threadId"].(string)
 	snap := e.snapshot(tid)
-	if len(snap.Messages) != 2 || snap.Messages[1].ID != reply || snap.Messages[1].text() != deltas(evs) || snap.Messages[0].text() != "hello" {
+	if len(snap.Messages) != 2 || snap.Messages[1].ID != reply || snap.Messages[1].Text() != deltas(evs) || snap.Messages[0].Text() != "hello" {
 		t.Fatalf("thread after send: got %+v, want hello and the streamed reply %s", snap.Messages, reply)
 	}
 	user := snap.Messages[0].ID
@@ -190,7 +190,7 @@ func TestUIChatConversation(t *testing.T) {
 		userMsg("u1", "hello"), uiMsg{"id": reply, "role": "assistant", "parts": []any{}}, userMsg("u2", "more")}})
 	checkUIRun(t, evs)
 	snap = e.snapshot(tid)
-	if len(snap.Messages) != 4 || snap.Messages[1].ID != reply || snap.Messages[2].text() != "more" {
+	if len(snap.Messages) != 4 || snap.Messages[1].ID != reply || snap.Messages[2].Text() != "more" {
 		t.Fatalf("thread after second message: got %+v, want it under %s", snap.Messages, reply)
 	}
 
@@ -198,7 +198,7 @@ func TestUIChatConversation(t *testing.T) {
 	_, _, evs = e.uiPost(map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{userMsg("u1", "hello again")}})
 	checkUIRun(t, evs)
 	snap = e.snapshot(tid)
-	if got := uiChildren(snap, ""); len(got) != 2 || got[0] != user || len(snap.Messages) != 2 || snap.Messages[0].text() != "hello again" {
+	if got := uiChildren(snap, ""); len(got) != 2 || got[0] != user || len(snap.Messages) != 2 || snap.Messages[0].Text() != "hello again" {
 		t.Fatalf("thread after edit: roots %v, path %+v; want two roots, the edit shown", got, snap.Messages)
 	}
 }

@@ -147,8 +147,11 @@ launch() {
 	local run=(env "${env[@]}")
 	[[ $EUID -eq 0 ]] && run=(runuser -u postgres -- env "${env[@]}")
 	rm -f "$BASE/$node.pgid"
-	(cd "$BASE" && setsid "${run[@]}" bash -c 'read -r _ _ _ _ g _ < /proc/$$/stat; echo "$g" > "$0"; log=$1; shift; exec "$@" >>"$log" 2>&1' \
-		"$BASE/$node.pgid" "$BASE/$node.log" "$@" </dev/null 9>&- &)
+	(
+		cd "$BASE" || exit 1
+		exec setsid "${run[@]}" bash -c 'read -r _ _ _ _ g _ < /proc/$$/stat; echo "$g" > "$0"; log=$1; shift; exec "$@" >>"$log" 2>&1' \
+			"$BASE/$node.pgid" "$BASE/$node.log" "$@" </dev/null
+	) 9>&- &
 	local i
 	for ((i = 0; i < 50; i++)); do
 		[[ -s $BASE/$node.pgid ]] && return 0
