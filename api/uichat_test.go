@@ -207,7 +207,7 @@ func TestUIChatConversation(t *testing.T) {
 // repository ("" for the roots), in creation order.
 func uiChildren(s snapshot, parent string) []string {
 	var out []string
-	for _, m := range s.Repo.Messages {
+	for _, m := range s.Repository.Messages {
 		p := ""
 		if m.ParentID != nil {
 			p = *m.ParentID
