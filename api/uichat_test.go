@@ -440,8 +440,8 @@ func TestUIChatRetry(t *testing.T) {
 	if !bytes.Equal(again, first) {
 		t.Fatalf("retry:\n%s\nwant the first stream:\n%s", again, first)
 	}
-	if s := e.snapshot(meta["threadId"].(string)); len(s.Repo.Messages) != 2 {
-		t.Fatalf("thread after a retry: %d messages, want 2", len(s.Repo.Messages))
+	if s := e.snapshot(meta["threadId"].(string)); len(s.Repository.Messages) != 2 {
+		t.Fatalf("thread after a retry: %d messages, want 2", len(s.Repository.Messages))
 	}
 }
 
