@@ -139,8 +139,9 @@ launch() {
 	local node=$1
 	shift
 	as_pg mkdir -p "$BASE/xdg/run"
-	# The background shell must not hold the lock's descriptor either, and
-	# the session starts above runuser, which would pass on a signal sent to
+	# The background shell must not hold the lock's descriptor or the
+	# caller's output (a caller reading it to its end would wait for the
+	# node's death), and the session starts above runuser, which would pass on a signal sent to
 	# the caller's process group (a test runner's timeout).
 	local env=(XDG_CONFIG_HOME="$BASE/xdg/config" XDG_DATA_HOME="$BASE/xdg/data"
 		XDG_RUNTIME_DIR="$BASE/xdg/run" PATH="$LIBDIR/$PGV/bin:$PATH" PG_CONFIG="$LIBDIR/$PGV/bin/pg_config")
@@ -150,8 +151,8 @@ launch() {
 	(
 		cd "$BASE" || exit 1
 		exec setsid "${run[@]}" bash -c 'read -r _ _ _ _ g _ < /proc/$$/stat; echo "$g" > "$0"; log=$1; shift; exec "$@" >>"$log" 2>&1' \
-			"$BASE/$node.pgid" "$BASE/$node.log" "$@" </dev/null
-	) 9>&- &
+			"$BASE/$node.pgid" "$BASE/$node.log" "$@"
+	) 9>&- </dev/null >>"$BASE/$node.log" 2>&1 &
 	local i
 	for ((i = 0; i < 50; i++)); do
 		[[ -s $BASE/$node.pgid ]] && return 0
