@@ -7,7 +7,7 @@ export PATH := $(PATH):/usr/local/go/bin
 
 GO ?= go
 
-.PHONY: build run run-replicas test check test-go test-fuzz test-frontend \
+.PHONY: build run run-replicas test check test-go test-fuzz test-frontend test-failover \
 	bench bench-load bench-go pg-start pg-stop
 
 # bin/threadline (the service) and bin/threadline-bench (the benchmarks).
@@ -23,8 +23,9 @@ run-replicas: build
 	deploy/replicas.sh
 
 # Every test: static checks, Go tests (race detector on the concurrent
-# packages), a short fuzz run, then the web app's unit and browser tests.
-test: check test-go test-fuzz test-frontend
+# packages), a short fuzz run, the failover fault test, then the web app's
+# unit and browser tests.
+test: check test-go test-fuzz test-failover test-frontend
 
 # go vet, go mod tidy -diff, staticcheck, gocyclo (no function over 24); tsc --noEmit and ESLint on the web app.
 check:
@@ -38,6 +39,10 @@ test-fuzz:
 
 test-frontend:
 	.ci/test-frontend
+
+# A Postgres primary killed under streaming runs (deploy/failover.sh).
+test-failover:
+	.ci/test-failover
 
 # The peer workload (BENCHMARKS.md) and the concurrent-streams load.
 bench: build

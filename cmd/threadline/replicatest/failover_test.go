@@ -1,0 +1,185 @@
+package replicatest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadline/threadline/store/pgtest"
+)
+
+// Failover: the replicas on a Postgres primary with a synchronous standby
+// and automatic failover (deploy/failover.sh, pg_auto_failover), connected
+// through a multi-host URL with target_session_attrs=read-write. The
+// primary's whole node is killed (its keeper and its Postgres, kill -9)
+// under streaming runs on two replicas.
+
+// failover runs the failover tests and benchmark against the cluster of
+// deploy/failover.sh, which must be started (make test-failover does).
+var failover = flag.Bool("replica.failover", false, "run TestFailover and BenchmarkFailover against deploy/failover.sh's cluster (make test-failover starts it)")
+
+// failoverBound bounds the wait for new runs after the primary's death.
+const failoverBound = 90 * time.Second
+
+// failoverSh runs deploy/failover.sh with args and returns its stdout.
+func failoverSh(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("../../../deploy/failover.sh", args...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("deploy/failover.sh %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// failoverDB creates a database of its own on the failover cluster and
+// returns its multi-host URL; the database is dropped when the test ends.
+func failoverDB(t testing.TB) string {
+	t.Helper()
+	if !*failover {
+		t.Skip("needs deploy/failover.sh's cluster: make test-failover (-args -replica.failover)")
+	}
+	base := failoverSh(t, "url")
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "tl_failover_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to the failover cluster: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(ctx)
+		}
+	})
+	return pgtest.WithDatabase(base, name)
+}
+
+// killPrimary kills the primary's node and, when the test ends, brings it
+// back as a standby and waits for the pair to be in sync again, so the
+// next test finds the cluster whole. It returns when the kill was sent.
+func killPrimary(t testing.TB) string {
+	t.Helper()
+	p := failoverSh(t, "primary")
+	if p == "" {
+		t.Fatalf("deploy/failover.sh names no primary:\n%s", failoverSh(t, "state"))
+	}
+	t.Cleanup(func() {
+		failoverSh(t, "revive", p)
+		failoverSh(t, "wait-sync")
+	})
+	failoverSh(t, "kill", p)
+	return p
+}
+
+// untilNewRun starts runs on r on new threads until one is accepted (200)
+// and ends succeeded, for at most failoverBound, and returns when it was
+// accepted.
+func untilNewRun(t testing.TB, r *replica) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(failoverBound)
+	for {
+		s, code, body := tryRun(t, r, uuid.NewString(), message("", "after the failover"))
+		if s != nil {
+			at := time.Now()
+			evs := s.rest()
+			if last := evs[len(evs)-1]; last.RunStatus != "succeeded" {
+				t.Fatalf("the first run after the failover on %s ended %s: %s", r.name, last.RunStatus, last.Raw)
+			}
+			return at
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("a new run on %s after the failover: %d %s, want 200 (or 503 while it lasts, for at most %v)", r.name, code, body, failoverBound)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestFailover kills the primary's node under streaming runs on two
+// replicas, each run followed from the other replica. The standby is
+// promoted and the replicas reach it through the multi-host URL: every run
+// ends with a final snapshot; every event a client saw was acknowledged
+// by the synchronous standby, so the replays on both replicas, read from
+// the new primary, equal what the live clients saw, gap-free, and every
+// acknowledged user message is kept (faultRun.check); new runs succeed on
+// both replicas.
+func TestFailover(t *testing.T) {
+	db := failoverDB(t)
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=1500", longLease}
+	rs := []*replica{startReplica(t, "replica0", db, env...), startReplica(t, "replica1", db, env...)}
+	var runs []*faultRun
+	for i := range 4 {
+		runs = append(runs, startFaultRun(t, rs[i%2], rs[(i+1)%2], fmt.Sprintf("failover run %d", i), 3))
+	}
+	killed := killPrimary(t)
+	at := time.Now()
+	for _, r := range rs {
+		untilNewRun(t, r)
+	}
+	t.Logf("%s killed; new runs accepted on both replicas %v later", killed, time.Since(at).Round(time.Millisecond))
+	ended := map[string]int{}
+	for _, f := range runs {
+		f.wait(t)
+		f.check(t, "")
+		ended[f.liveEvs[len(f.liveEvs)-1].RunStatus]++
+	}
+	t.Logf("runs ended: %v", ended)
+}
+
+// BenchmarkFailover measures, per iteration, the time from kill -9 of the
+// primary's node until a new run is accepted again (the first 200 of a run
+// start, sent every 100 ms, on the replica that answers first), with runs
+// streaming on two replicas. The cluster is made whole again between
+// iterations, outside the timing.
+//
+//	make build && deploy/failover.sh start
+//	go test -run '^$' -bench BenchmarkFailover -benchtime 5x ./cmd/threadline/replicatest/ -args -replica.failover
+func BenchmarkFailover(b *testing.B) {
+	var ds []time.Duration
+	for range b.N {
+		b.StopTimer()
+		ds = append(ds, failoverOnce(b))
+	}
+	b.ReportMetric(ms(pct(ds, 50)), "new_runs_p50_ms")
+	b.ReportMetric(ms(pct(ds, 100)), "new_runs_max_ms")
+}
+
+// failoverOnce is one iteration of BenchmarkFailover, in a sub-benchmark
+// of its own so that its cleanups (the revive) run before the next.
+func failoverOnce(b *testing.B) time.Duration {
+	var d time.Duration
+	b.Run("kill", func(b *testing.B) {
+		db := failoverDB(b)
+		env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=1500", longLease}
+		r := startReplica(b, "replica0", db, env...)
+		startReplica(b, "replica1", db, env...)
+		startRun(b, r, uuid.NewString(), message("", "streaming")).readN(3)
+		killPrimary(b)
+		at := time.Now()
+		d = untilNewRun(b, r).Sub(at)
+		b.Logf("new runs accepted %v after the kill", d.Round(time.Millisecond))
+	})
+	return d
+}
