@@ -37,7 +37,9 @@ func StoreContract(t *testing.T, setup func(t *testing.T) thread.Store) {
 		{"ThreadRead", contractThreadRead},
 		{"RunCreate", contractRunCreate},
 		{"RunCreateRefusals", contractRunCreateRefusals},
+		{"RunCreateAll", contractRunCreateAll},
 		{"RunComplete", contractRunComplete},
+		{"RunLogPurge", contractRunLogPurge},
 		{"RunLookups", contractRunLookups},
 		{"RunEvents", contractRunEvents},
 		{"RunEventsPage", contractRunEventsPage},
@@ -408,6 +410,82 @@ func contractRunCreate(t *testing.T, s thread.Store) {
 	if got, err := s.ThreadGet(ctx, "alice", nt.ID); err != nil || got.LastSeq != 1 {
 		t.Fatalf("thread a run created: got %+v, %v", got, err)
 	}
+	// Create leaves another caller's thread as it is: not_found.
+	taken := &thread.Thread{ID: nt.ID, Caller: "mallory", CreatedAt: at, UpdatedAt: at}
+	in, first = turn(taken, uuid.Nil, at.Add(time.Minute))
+	in.Create = taken
+	_, err = s.RunCreate(ctx, in, first)
+	wantCode(t, "RunCreate creating another caller's thread", err, errcode.NotFound)
+}
+
+// contractRunCreateAll: starts as RunCreate, all or nothing.
+func contractRunCreateAll(t *testing.T, s thread.Store) {
+	ctx := context.Background()
+	busy := newThread(t, s, "alice", now())
+	r := start(t, s, busy, uuid.Nil)
+	a, b := newThread(t, s, "alice", now()), newThread(t, s, "alice", now())
+	inA, firstA := turn(a, uuid.Nil, now().Add(time.Minute))
+	inBusy, firstBusy := turn(busy, r.UserMessageID, now().Add(time.Minute))
+	err := s.RunCreateAll(ctx, []thread.RunCreate{inA, inBusy}, []thread.Record{firstA, firstBusy})
+	if e := wantCode(t, "RunCreateAll with a busy thread", err, errcode.RunInProgress); e.RunID != r.ID && e.RunID != uuid.Nil {
+		t.Fatalf("run_in_progress names run %s, want %s", e.RunID, r.ID)
+	}
+	if got, err := s.ThreadGet(ctx, "alice", a.ID); err != nil || got.LastSeq != 0 {
+		t.Fatalf("thread after a refused RunCreateAll: got %+v, %v; want nothing written", got, err)
+	}
+	_, err = s.RunActive(ctx, a.ID)
+	wantCode(t, "RunActive after a refused RunCreateAll", err, errcode.NotFound)
+
+	inB, firstB := turn(b, uuid.Nil, now().Add(time.Minute))
+	if err := s.RunCreateAll(ctx, []thread.RunCreate{inA, inB}, []thread.Record{firstA, firstB}); err != nil {
+		t.Fatalf("RunCreateAll: %v", err)
+	}
+	for _, in := range []thread.RunCreate{inA, inB} {
+		got, err := s.RunActive(ctx, in.Thread)
+		if err != nil || got.ID != in.Run.ID {
+			t.Fatalf("RunActive after RunCreateAll: got %+v, %v; want run %s", got, err, in.Run.ID)
+		}
+		if th, err := s.ThreadGet(ctx, "alice", in.Thread); err != nil || th.LastSeq != 1 || th.HeadID != in.Run.MessageID {
+			t.Fatalf("thread after RunCreateAll: got %+v, %v", th, err)
+		}
+	}
+}
+
+// contractRunLogPurge: purging changes no log a reader sees, of a running
+// or an ended run, and with no run running leaves nothing to free later.
+func contractRunLogPurge(t *testing.T, s thread.Store) {
+	ctx := context.Background()
+	th := newThread(t, s, "alice", now())
+	ended := start(t, s, th, uuid.Nil)
+	if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: ended.ID, Records: tokens(2, "a", "b")}}); err != nil {
+		t.Fatal(err)
+	}
+	fin := finish(t, s, th, ended, "a", "b")
+	running := start(t, s, newThread(t, s, "alice", now()), uuid.Nil)
+	if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: running.ID, Records: tokens(2, "x", "y")}}); err != nil {
+		t.Fatal(err)
+	}
+	live := append([]thread.Record{{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1}}, tokens(2, "x", "y")...)
+	// While a run runs, what it needs stays (more may say so).
+	for range 3 {
+		if _, err := s.RunLogPurge(ctx); err != nil {
+			t.Fatalf("RunLogPurge: %v", err)
+		}
+	}
+	checkLog(t, s, ended.ID, 0, fin.Records)
+	checkLog(t, s, running.ID, 0, live)
+	if err := s.RunEventsAppend(ctx, []thread.Segment{{RunID: running.ID, Records: tokens(4, "z")}}); err != nil {
+		t.Fatalf("RunEventsAppend after RunLogPurge: %v", err)
+	}
+	checkLog(t, s, running.ID, 3, tokens(4, "z"))
+	// Once no run runs, one purge frees everything.
+	th2 := &thread.Thread{ID: running.ThreadID, LastSeq: 1}
+	fin2 := finish(t, s, th2, running, "x", "y", "z")
+	if more, err := s.RunLogPurge(ctx); err != nil || more {
+		t.Fatalf("RunLogPurge with no run running: more %v, %v; want nothing left", more, err)
+	}
+	checkLog(t, s, ended.ID, 0, fin.Records)
+	checkLog(t, s, running.ID, 0, fin2.Records)
 }
 
 func contractRunCreateRefusals(t *testing.T, s thread.Store) {
