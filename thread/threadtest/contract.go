@@ -340,6 +340,11 @@ func contractThreadDelete(t *testing.T, s thread.Store) {
 	_, err = s.RunActive(ctx, th.ID)
 	wantCode(t, "RunActive of a deleted thread", err, errcode.NotFound)
 	wantLost(t, "RunFinish of a deleted thread's run", s.RunFinish(ctx, ending(running, "late")), running.ID)
+	err = s.RunEventsAppend(ctx, []thread.Segment{{RunID: running.ID, Records: tokens(2, "late")}})
+	wantLost(t, "RunEventsAppend to a deleted thread's run", err, running.ID)
+	if _, lost, err := s.RunLeaseRenew(ctx, []thread.RunClaim{{RunID: running.ID}}, now().Add(time.Hour)); err != nil || !sameIDs(lost, []uuid.UUID{running.ID}) {
+		t.Fatalf("RunLeaseRenew of a deleted thread's run: lost %v, %v; want it lost", lost, err)
+	}
 	if r, err := s.RunGet(ctx, other.ID, kept.ID); err != nil || r.Status != thread.RunRunning {
 		t.Fatalf("another thread's run after ThreadDelete: got %+v, %v; want it running", r, err)
 	}
@@ -684,6 +689,9 @@ func contractRunEventsPage(t *testing.T, s thread.Store) {
 			}
 		}
 	}
+	if page, more, err := s.RunEventsPage(ctx, uuid.New(), 0, 1<<20); err != nil || len(page) != 0 || more {
+		t.Fatalf("RunEventsPage of an unknown run: got %v, more %v, %v; want nothing", page, more, err)
+	}
 	all, err := s.RunEventsAfter(ctx, r.ID, 0)
 	if err != nil || len(all) != 1+len(words) {
 		t.Fatalf("RunEventsAfter: got %d records, %v", len(all), err)
@@ -752,6 +760,9 @@ func contractRunFinish(t *testing.T, s thread.Store) {
 	}
 	checkLog(t, s, r.ID, 0, fin.Records)
 	wantLost(t, "RunFinish again", s.RunFinish(ctx, fin), r.ID)
+	err = s.RunEventsAppend(ctx, []thread.Segment{{RunID: r.ID, Records: tokens(int64(len(fin.Records)+1), "late")}})
+	wantLost(t, "RunEventsAppend to an ended run", err, r.ID)
+	checkLog(t, s, r.ID, 0, fin.Records)
 	// A title is kept once set.
 	r2 := start(t, s, th, r.MessageID)
 	fin2 := ending(r2, "again")
