@@ -441,6 +441,16 @@ func contractRunCreateAll(t *testing.T, s thread.Store) {
 	_, err = s.RunActive(ctx, a.ID)
 	wantCode(t, "RunActive after a refused RunCreateAll", err, errcode.NotFound)
 
+	// Two starts on one thread: the second finds the first running.
+	inA2, firstA2 := turn(a, uuid.Nil, now().Add(time.Minute))
+	err = s.RunCreateAll(ctx, []thread.RunCreate{inA, inA2}, []thread.Record{firstA, firstA2})
+	if e := wantCode(t, "RunCreateAll with two starts on one thread", err, errcode.RunInProgress); e.RunID != inA.Run.ID {
+		t.Fatalf("run_in_progress names run %s, want the first start's %s", e.RunID, inA.Run.ID)
+	}
+	if got, err := s.ThreadGet(ctx, "alice", a.ID); err != nil || got.LastSeq != 0 {
+		t.Fatalf("thread after a refused RunCreateAll: got %+v, %v; want nothing written", got, err)
+	}
+
 	inB, firstB := turn(b, uuid.Nil, now().Add(time.Minute))
 	if err := s.RunCreateAll(ctx, []thread.RunCreate{inA, inB}, []thread.Record{firstA, firstB}); err != nil {
 		t.Fatalf("RunCreateAll: %v", err)

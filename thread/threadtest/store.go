@@ -304,20 +304,21 @@ func (s *Store) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts
 			delete(s.threads, id)
 		}
 	}
-	seen := map[uuid.UUID]bool{}
+	seen := map[uuid.UUID]*thread.Run{} // by thread, its start in ins
 	for _, in := range ins {
 		created, err := s.open(in)
 		if created {
 			made = append(made, in.Thread)
 		}
-		if err == nil && seen[in.Thread] {
-			err = errcode.New(errcode.RunInProgress, "two starts on thread %s", in.Thread)
+		if a := seen[in.Thread]; err == nil && a != nil {
+			// As the store: the earlier start is the running run.
+			err = &errcode.Error{Code: errcode.RunInProgress, Message: "a run is in progress", RunID: a.ID, MessageID: a.MessageID}
 		}
 		if err != nil {
 			undo()
 			return err
 		}
-		seen[in.Thread] = true
+		seen[in.Thread] = &in.Run
 	}
 	for i, in := range ins {
 		s.start(in, firsts[i])
