@@ -188,7 +188,7 @@ func TestServerCrash(t *testing.T) {
 	if !res.IsError || !strings.Contains(string(res.Value), "MCP server local") {
 		t.Errorf("crash: got %s isError=%v, want an isError result naming the server", res.Value, res.IsError)
 	}
-	// The server's retry interval is 10ms.
+	// A new server process starts after the client's retry interval.
 	wait.Eventually(t, 10*time.Second, func() bool {
 		res = call(t, r, "local__add", `{"a":1,"b":2}`)
 		return !res.IsError
