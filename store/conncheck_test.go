@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // loopback returns both ends of a fresh loopback TCP connection, closed
@@ -92,27 +94,21 @@ func TestPendingConn(t *testing.T) {
 func waitReading(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	wait.Eventually(t, 10*time.Second, func() bool {
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 			if strings.Contains(g, "[IO wait") && strings.Contains(g, "TestPendingConn") {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the reader was not parked in its read within 10 s")
-		}
-	}
+		return false
+	}, "the reader was not parked in its read within 10 s")
 }
 
 // waitPending waits until pending(c) says something waits (the bytes or the
 // end take a moment to cross loopback), for at most 10 s.
 func waitPending(t *testing.T, c net.Conn) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !pending(c); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("pending: got false for 10 s, want true")
-		}
-	}
+	wait.Eventually(t, 10*time.Second, func() bool { return pending(c) }, "pending: got false for 10 s, want true")
 }
 
 // BenchmarkPendingConn is the check's cost on every acquire of a pooled

@@ -11,6 +11,7 @@ import (
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // process is a store and its notifier, as one serve process has them.
@@ -69,22 +70,22 @@ func TestNotifierWakesOtherProcess(t *testing.T) {
 	changes := na.Changes()
 	defer changes.Close()
 	// b sends wake-ups once its notifier has seen a live peer: append
-	// until one arrives (bounded).
-	woken := false
-	for seq := int64(2); seq < 200 && !woken; seq++ {
+	// until one arrives (bounded: about the 198 appends of a tenth of a
+	// second each this loop had).
+	seq := int64(1)
+	wait.Eventually(t, 20*time.Second, func() bool {
+		seq++
 		seg := thread.Segment{RunID: r.ID, Records: []thread.Record{{Seq: seq, Kind: thread.KindToken, Text: "x"}}}
 		if err := b.RunEventsAppend(context.Background(), []thread.Segment{seg}); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case <-w.C():
-			woken = true
+			return true
 		case <-time.After(100 * time.Millisecond):
+			return false
 		}
-	}
-	if !woken {
-		t.Fatal("the other process's group commit never woke the run's waiter")
-	}
+	}, "the other process's group commit never woke the run's waiter")
 	if err := b.RunRequestCancel(context.Background(), r.ID); err != nil {
 		t.Fatal(err)
 	}

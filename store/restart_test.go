@@ -15,6 +15,7 @@ import (
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // TestDeadIdleConnsAfterRestart kills every session of a store's warm
@@ -164,15 +165,10 @@ func terminateSessions(t *testing.T, url string) {
 	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) `+others).Scan(&n); err != nil || n == 0 {
 		t.Fatalf("terminate sessions: got %d (%v), want some", n, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	wait.Eventually(t, 30*time.Second, func() bool {
 		if err := conn.QueryRow(ctx, `SELECT count(*) `+others).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("terminate sessions: %d still there after 30 s, want none", n)
-		}
-	}
+		return n == 0
+	}, "terminate sessions: %v still there after 30 s, want none", func() any { return n })
 }

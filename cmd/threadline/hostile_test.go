@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // closedWithin reports whether the server closes c within d (reading and
@@ -163,18 +164,12 @@ func TestConnectionCap(t *testing.T) {
 	for _, c := range held {
 		c.Close()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.Eventually(t, 30*time.Second, func() bool {
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + s.addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the held connections closed: still refused")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "after the held connections closed: still refused")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // mcpServerEnv makes the test binary a stdio MCP server instead of
@@ -196,8 +197,8 @@ func checkRawRecords(t *testing.T, addr string) {
 	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(line), &first) != nil || !strings.Contains(string(b), `"tool_result"`) {
 		t.Fatalf("demo run: got %d %.300s, want a stream with a tool_result", resp.StatusCode, b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// The writer flushes now and then: wait for its next flush.
+	wait.Eventually(t, 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/api/v1/threads/" + tid + "/runs/" + first.RunID + "/raw")
 		if err != nil {
 			t.Fatal(err)
@@ -219,11 +220,8 @@ func checkRawRecords(t *testing.T, addr string) {
 				rec.Data.ToolName != "calculator" || string(rec.Data.Output) != "84" {
 				t.Fatalf("raw records: got %s, want the calculator call answering 84", raw)
 			}
-			return
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the demo run's raw records never arrived")
-		}
-		time.Sleep(50 * time.Millisecond) // the writer's next flush
-	}
+		return false
+	}, "the demo run's raw records never arrived")
 }

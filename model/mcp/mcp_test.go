@@ -15,6 +15,7 @@ import (
 	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // serverEnv makes the test binary an MCP stdio server instead of running
@@ -187,14 +188,11 @@ func TestServerCrash(t *testing.T) {
 	if !res.IsError || !strings.Contains(string(res.Value), "MCP server local") {
 		t.Errorf("crash: got %s isError=%v, want an isError result naming the server", res.Value, res.IsError)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A new server process starts after the client's retry interval.
+	wait.Eventually(t, 10*time.Second, func() bool {
 		res = call(t, r, "local__add", `{"a":1,"b":2}`)
-		if !res.IsError || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the server's retry interval is 10ms
-	}
+		return !res.IsError
+	}, "after the crash: got %s isError=true for 10 s, want {\"sum\":3} from a new server process", func() any { return string(res.Value) })
 	if res.IsError || string(res.Value) != `{"sum":3}` {
 		t.Errorf("after the crash: got %s isError=%v, want {\"sum\":3} from a new server process", res.Value, res.IsError)
 	}

@@ -6,6 +6,7 @@
 package threadtest
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -111,13 +112,22 @@ func (s *Store) ThreadList(_ context.Context, caller string, limit int, after *t
 	defer s.mu.Unlock()
 	var out []*thread.Thread
 	for _, t := range s.threads {
-		if t.Caller == caller && (after == nil || t.UpdatedAt.Before(after.UpdatedAt)) {
+		if t.Caller == caller && (after == nil || listOrder(t, &thread.Thread{UpdatedAt: after.UpdatedAt, ID: after.ID}) > 0) {
 			c := *t
 			out = append(out, &c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *thread.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	slices.SortFunc(out, listOrder)
 	return out[:min(limit, len(out))], nil
+}
+
+// listOrder is ThreadList's order, the store's keyset: updated_at, then
+// id (as Postgres orders uuids, bytewise), both descending.
+func listOrder(a, b *thread.Thread) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return bytes.Compare(b.ID[:], a.ID[:])
 }
 
 // ThreadUpdate implements thread.Store.
@@ -135,6 +145,7 @@ func (s *Store) ThreadUpdate(_ context.Context, caller string, id uuid.UUID, u t
 	if u.Metadata != nil {
 		t.Metadata = u.Metadata
 	}
+	t.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	c := *t
 	return &c, nil
 }
@@ -238,6 +249,13 @@ func (s *Store) open(in thread.RunCreate) (created bool, err error) {
 	if t.LastSeq != want {
 		return created, errcode.New(errcode.Conflict, "thread %s changed", in.Thread)
 	}
+	parent := in.Run.ParentID
+	if in.User != nil {
+		parent = in.User.ParentID
+	}
+	if parent != uuid.Nil && !slices.ContainsFunc(s.nodes[in.Thread], func(n checkpoint.Node) bool { return n.ID == parent }) {
+		return created, errcode.New(errcode.InvalidFork, "parent %s is not a message of thread %s", parent, in.Thread)
+	}
 	return created, nil
 }
 
@@ -286,20 +304,21 @@ func (s *Store) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts
 			delete(s.threads, id)
 		}
 	}
-	seen := map[uuid.UUID]bool{}
+	seen := map[uuid.UUID]*thread.Run{} // by thread, its start in ins
 	for _, in := range ins {
 		created, err := s.open(in)
 		if created {
 			made = append(made, in.Thread)
 		}
-		if err == nil && seen[in.Thread] {
-			err = errcode.New(errcode.RunInProgress, "two starts on thread %s", in.Thread)
+		if a := seen[in.Thread]; err == nil && a != nil {
+			// As the store: the earlier start is the running run.
+			err = &errcode.Error{Code: errcode.RunInProgress, Message: "a run is in progress", RunID: a.ID, MessageID: a.MessageID}
 		}
 		if err != nil {
 			undo()
 			return err
 		}
-		seen[in.Thread] = true
+		seen[in.Thread] = &in.Run
 	}
 	for i, in := range ins {
 		s.start(in, firsts[i])

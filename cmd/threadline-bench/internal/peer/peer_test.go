@@ -17,6 +17,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // TestBenchPeerSmall runs the whole peer bench on small sizes against the
@@ -182,13 +183,8 @@ func TestBenchPeerDropsDatabaseOnCancel(t *testing.T) {
 	}()
 	// Cancel once the database exists and turns are running.
 	var err error
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if s := stderr.String(); strings.Contains(s, "created") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(t, time.Minute, func() bool { return strings.Contains(stderr.String(), "created") },
+		"bench peer: no database created within a minute; stderr: %s", func() any { return stderr.String() })
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	select {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // TestBatcher: requests that arrive while a write is in flight go in one
@@ -56,13 +58,11 @@ func TestBatcher(t *testing.T) {
 				}
 			}
 			// The other ten queue behind the held write.
-			for deadline := time.Now().Add(10 * time.Second); b.Waiting() < 10; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					close(hold)
-					t.Fatalf("%d requests waiting after 10 s, want 10", b.Waiting())
-				}
-			}
-			close(hold)
+			release := sync.OnceFunc(func() { close(hold) })
+			defer release() // also when the wait fails
+			wait.Eventually(t, 10*time.Second, func() bool { return b.Waiting() >= 10 },
+				"%v requests waiting after 10 s, want 10", func() any { return b.Waiting() })
+			release()
 			for i, a := range answers {
 				err := <-a
 				if want := refuse && i%2 == 1; (err != nil) != want {

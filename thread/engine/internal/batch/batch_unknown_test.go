@@ -3,10 +3,12 @@ package batch
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // unavailable is the service's rule for a failed write of several (see
@@ -57,13 +59,11 @@ func TestBatcherMaybeWritten(t *testing.T) {
 			for i := 1; i <= 2; i++ {
 				go func() { answers <- b.Write(i) }()
 			}
-			for deadline := time.Now().Add(10 * time.Second); b.Waiting() < 2; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					close(hold)
-					t.Fatalf("%d requests waiting after 10 s, want 2", b.Waiting())
-				}
-			}
-			close(hold)
+			release := sync.OnceFunc(func() { close(hold) })
+			defer release() // also when the wait fails
+			wait.Eventually(t, 10*time.Second, func() bool { return b.Waiting() >= 2 },
+				"%v requests waiting after 10 s, want 2", func() any { return b.Waiting() })
+			release()
 			if err := <-first; err != nil {
 				t.Fatalf("held write: %v", err)
 			}
