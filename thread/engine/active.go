@@ -12,6 +12,8 @@ import (
 // activeRun is a run this process owns.
 type activeRun struct {
 	run *thread.Run
+	// startWaiters counts the calls waiting in waitStart (tests wait on it).
+	startWaiters atomic.Int32
 	// answers are a continuation's, for its run loop.
 	answers *answers
 	ctx     context.Context
@@ -53,6 +55,8 @@ func (a *activeRun) settle(ok bool) {
 // waitStart waits until the run's start is settled and reports whether
 // it was committed; ctx's error if ctx ends first.
 func (a *activeRun) waitStart(ctx context.Context) (bool, error) {
+	a.startWaiters.Add(1)
+	defer a.startWaiters.Add(-1)
 	select {
 	case <-a.started:
 	case <-ctx.Done():

@@ -23,3 +23,12 @@ func Forget(s *Service, id uuid.UUID) { s.forget(id) }
 
 // RelayReaders is how many runs of other processes have a reader here.
 func RelayReaders(s *Service) int { return s.relay.Readers() }
+
+// StartWaiters is how many calls wait for the start of the caller's run
+// on the thread to be settled (0 when the thread has no run here).
+func StartWaiters(s *Service, caller string, threadID uuid.UUID) int {
+	if ar := s.active.onThread(caller, threadID); ar != nil {
+		return int(ar.startWaiters.Load())
+	}
+	return 0
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // countingStore counts how a run's start and end reach the database, and
@@ -313,6 +314,9 @@ func TestSecondRunWaitsForOpenStart(t *testing.T) {
 		_, stored := cs.Store.RunGet(ctx, tid, e.RunID)
 		second <- refusal{err: err, stored: stored}
 	}()
+	// Release the first run only once the second waits for its start:
+	// released earlier, the first can end before the second is called.
+	twait.Eventually(t, 10*time.Second, func() bool { return engine.StartWaiters(svc, "local", tid) == 1 }, "the second StartRun never waited for the first's start")
 	close(g.release)
 	res := <-first
 	if res.err != nil {
