@@ -96,16 +96,23 @@ func (s *Service) UpdateThread(ctx context.Context, caller string, id uuid.UUID,
 	return s.store.ThreadUpdate(ctx, caller, id, u)
 }
 
-// DeleteThread cancels the thread's local run, then deletes the thread and
-// everything in it; not_found for unknown or foreign threads.
+// DeleteThread deletes the thread and everything in it, then stops its
+// run here, if any, and waits for it: as when the thread is deleted in
+// another process, the run writes and publishes nothing more, and every
+// stream of it ends with a not_found error event (follow.go). not_found
+// for unknown or foreign threads.
 func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID) error {
 	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {
 		return err
 	}
+	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
+		return err
+	}
+	s.forget(id)
 	var waits []*activeRun
 	for _, ar := range s.active.all() {
 		if ar.run.ThreadID == id {
-			ar.cancel(thread.RunCancelled) // or its end is being written: wait for it
+			ar.lose() // its claim went with the thread
 			waits = append(waits, ar)
 		}
 	}
@@ -116,10 +123,6 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 			return ctx.Err()
 		}
 	}
-	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
-		return err
-	}
-	s.forget(id)
 	return nil
 }
 
