@@ -176,6 +176,8 @@ type event struct {
 	Sequence  int64  `json:"sequence"`
 	Text      string `json:"text"`
 	RunStatus string `json:"run_status"`
+	Code      string `json:"code"`  // error
+	Error     string `json:"error"` // error
 	Messages  []struct {
 		ID      string `json:"id"`
 		Role    string `json:"role"`
