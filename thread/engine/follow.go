@@ -372,8 +372,10 @@ func (s *Service) event(r *thread.Run, rec thread.Record, tree *checkpoint.Tree,
 // from the durable log, then live, until the run's final snapshot or ctx
 // ends. It works for finished runs too. A subscriber that falls behind
 // catches up from the log. more tells fn that another event is ready at
-// once, so a writer can batch its flushes. not_found for unknown runs or
-// foreign threads.
+// once, so a writer can batch its flushes. A run whose thread is deleted
+// meanwhile (here or in another process) ends with an error event
+// not_found after the last event fn got, and no error. not_found for
+// unknown runs or foreign threads.
 func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev thread.Event, more bool) error) error {
 	r, err := s.FindRun(ctx, caller, threadID, runID)
 	if err != nil {

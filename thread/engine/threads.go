@@ -105,16 +105,20 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {
 		return err
 	}
+	// The runs before the delete: not one a client starts on the id
+	// afterwards, which makes a new thread.
+	var waits []*activeRun
+	for _, ar := range s.active.all() {
+		if ar.run.ThreadID == id {
+			waits = append(waits, ar)
+		}
+	}
 	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
 		return err
 	}
 	s.forget(id)
-	var waits []*activeRun
-	for _, ar := range s.active.all() {
-		if ar.run.ThreadID == id {
-			ar.lose() // its claim went with the thread
-			waits = append(waits, ar)
-		}
+	for _, ar := range waits {
+		ar.lose() // its claim went with the thread
 	}
 	for _, ar := range waits {
 		select {
