@@ -47,7 +47,11 @@ child process on a free loopback port and its own fresh database, created on the
 Postgres of --database-url ($THREADLINE_DATABASE_URL, else the project's own
 cluster via deploy/pg.sh start) and dropped afterwards, so the server's CPU
 and memory are measured apart from the client's. --url targets a running
-service instead (loopback only).
+service instead (loopback only). Beside the delays each K reports the CPU
+microseconds one delivered token cost the service and Postgres (its backends
+of the K's database). --with-floor measures the floor at each K right after
+Threadline, and the summary names the first K whose p99 added delay reached
+50 ms for each.
 
 Flags:
 `
@@ -157,6 +161,12 @@ func (o *loadOpts) check() error {
 	case o.tokens < 3 && o.rejoinShare > 0:
 		return errors.New("--rejoin-share needs --tokens of at least 3 (clients drop after some tokens, before the last)")
 	}
+	return o.checkTarget()
+}
+
+// checkTarget checks (and normalises) the flags that choose what is
+// measured: --url, --server-pid, --floor and --with-floor.
+func (o *loadOpts) checkTarget() error {
 	if o.url != "" {
 		u, err := url.Parse(o.url)
 		if err != nil || (u.Scheme != "http") || u.Host == "" {
@@ -186,6 +196,44 @@ func loadLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// loadPrepare finds what Run needs before the first K: a Postgres (the
+// project's own when none is given), the binaries the children run, and
+// Postgres's version; it drops stale databases of earlier runs.
+func loadPrepare(ctx context.Context, o *loadOpts, stderr io.Writer) (string, error) {
+	var err error
+	if (o.url == "" && !o.floor) || o.dbURL != "" {
+		if o.dbURL == "" {
+			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
+			if o.dbURL, err = bench.OwnCluster(ctx, stderr); err != nil {
+				return "", err
+			}
+		}
+	}
+	if o.url == "" && o.serverBin == "" {
+		if o.serverBin, err = defaultServerBin(o.floor); err != nil {
+			return "", err
+		}
+	}
+	if o.withFloor && o.floorBin == "" {
+		if o.floorBin, err = defaultServerBin(true); err != nil {
+			return "", err
+		}
+	}
+	pgver := "unknown"
+	if o.dbURL != "" {
+		conn, err := pgx.Connect(ctx, o.dbURL)
+		if err != nil {
+			return "", fmt.Errorf("connect to %s: %w", bench.RedactURL(o.dbURL), err)
+		}
+		pgver = bench.PGVersion(ctx, conn)
+		if o.url == "" && !o.floor {
+			loadDropStale(ctx, conn, stderr)
+		}
+		conn.Close(ctx)
+	}
+	return pgver, nil
+}
+
 // Run runs `threadline-bench load` with args; one JSON line per K goes to
 // stdout, then the summary, and progress to stderr. It fails on bad flags,
 // when no Postgres or service can be had, or when --timeout cuts it short.
@@ -203,35 +251,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopProfile()
 
-	if (o.url == "" && !o.floor) || o.dbURL != "" {
-		if o.dbURL == "" {
-			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
-			if o.dbURL, err = bench.OwnCluster(ctx, stderr); err != nil {
-				return err
-			}
-		}
-	}
-	if o.url == "" && o.serverBin == "" {
-		if o.serverBin, err = defaultServerBin(o.floor); err != nil {
-			return err
-		}
-	}
-	if o.withFloor && o.floorBin == "" {
-		if o.floorBin, err = defaultServerBin(true); err != nil {
-			return err
-		}
-	}
-	pgver := "unknown"
-	if o.dbURL != "" {
-		conn, err := pgx.Connect(ctx, o.dbURL)
-		if err != nil {
-			return fmt.Errorf("connect to %s: %w", bench.RedactURL(o.dbURL), err)
-		}
-		pgver = bench.PGVersion(ctx, conn)
-		if o.url == "" && !o.floor {
-			loadDropStale(ctx, conn, stderr)
-		}
-		conn.Close(ctx)
+	pgver, err := loadPrepare(ctx, &o, stderr)
+	if err != nil {
+		return err
 	}
 	machine, commit := bench.MachineInfo(), bench.GitCommit()
 	var results, floors []Result
@@ -252,11 +274,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if !o.withFloor || ctx.Err() != nil {
 			continue
 		}
-		fo := o
-		fo.floor, fo.withFloor, fo.serverBin = true, false, o.floorBin
-		fres, err := loadOne(ctx, fo, k, stderr)
+		fres, err := loadFloorOne(ctx, o, k, stderr)
 		if err != nil {
-			return fmt.Errorf("k=%d, the floor: %w", k, err)
+			return err
 		}
 		fres.Machine, fres.Commit, fres.Postgres, fres.GoVersion = machine, commit, pgver, runtime.Version()
 		floors = append(floors, fres)
@@ -351,6 +371,16 @@ func loadP99PassesAt(rs []Result) *int {
 		}
 	}
 	return nil
+}
+
+// loadFloorOne measures the floor at K, for --with-floor.
+func loadFloorOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, error) {
+	o.floor, o.withFloor, o.serverBin = true, false, o.floorBin
+	res, err := loadOne(ctx, o, k, stderr)
+	if err != nil {
+		return res, fmt.Errorf("k=%d, the floor: %w", k, err)
+	}
+	return res, nil
 }
 
 // loadOne measures one K.
