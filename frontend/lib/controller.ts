@@ -20,7 +20,7 @@ import {
 } from "./api";
 import { describeError } from "./errors";
 import { readNdjson } from "./ndjson";
-import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
+import { chatReducer, deletedNotice, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
 import { continuation, runTools, type ToolAnswer } from "./tools";
 import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
 
@@ -281,6 +281,11 @@ export class ThreadController {
    * accepted it (the stream started), rejects when it was refused.
    */
   private run(body: RunRequest, optimistic?: Optimistic, headId?: string | null, model?: string): Promise<void> {
+    if (this.state.chat.deleted) {
+      // A run on a deleted thread's id would make a new thread under it.
+      this.dispatch({ type: "notice", error: deletedNotice });
+      return Promise.reject(new Error(deletedNotice.message));
+    }
     this.cancelWanted = false;
     const restoreHeadId = this.state.chat.repository.headId;
     this.dispatch({
@@ -370,6 +375,11 @@ export class ThreadController {
         received++;
         this.dispatch({ type: "event", event });
         this.noteSequence(event);
+        if (event.type === "error" && event.code === "not_found") {
+          // The thread was deleted: the stream's last event. Nothing to rejoin.
+          final = true;
+          announceThreadsChanged();
+        }
         if (event.type === "snapshot") {
           handoffsInFlight.delete(this.threadId);
           // A new thread (or a new title) shows in the sidebar without polling.

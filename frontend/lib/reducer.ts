@@ -15,7 +15,9 @@
 //   the last reasoning part, tool_call pieces extend the call's argsText,
 //   tool_result answers its call, data appends a part;
 // - the last snapshot of a run (run_status not "running") is authoritative:
-//   it replaces everything, and later events of that run are dropped.
+//   it replaces everything, and later events of that run are dropped;
+// - an error event not_found ends a run whose thread was deleted (there is no
+//   final snapshot): the page says so (deleted) and later events are dropped.
 
 import type {
   ActiveRun,
@@ -58,6 +60,8 @@ export type ChatState = {
   pending: boolean;
   /** An error that belongs to no message: a refused request, a lost stream. */
   notice: RunError | null;
+  /** The thread was deleted while a run streamed (an error event not_found ended it). */
+  deleted: boolean;
 };
 
 export type ChatAction =
@@ -84,6 +88,7 @@ export const initialChatState: ChatState = {
   errors: {},
   pending: false,
   notice: null,
+  deleted: false,
 };
 
 export function isRunning(state: ChatState): boolean {
@@ -183,6 +188,7 @@ function applyEvent(state: ChatState, event: RunEvent): ChatState {
     case "token":
       return { ...state, retiredRuns, run, repository: applyToken(state.repository, event) };
     case "error":
+      if (event.code === "not_found") return applyDeleted({ ...state, retiredRuns, run }, event);
       return applyError({ ...state, retiredRuns, run }, event);
     case "reasoning":
       return { ...state, retiredRuns, run, repository: applyToken(state.repository, event) };
@@ -315,6 +321,23 @@ function applyData(repository: WireRepository, event: DataEvent): WireRepository
     content.push({ type: "data", name: event.name, data: event.data });
     return content;
   });
+}
+
+/** What the page says when the thread was deleted under a running reply. */
+export const deletedNotice: RunError = { code: "not_found", message: "This conversation was deleted." };
+
+/**
+ * The stream of a thread deleted while its run streamed ends with an error
+ * event not_found and no final snapshot (docs/api.md, "Events"): the run is
+ * over, nothing of it comes later, and the page says the conversation was
+ * deleted instead of rejoining.
+ */
+function applyDeleted(state: ChatState, event: ErrorEvent): ChatState {
+  const next = applyError(state, event);
+  // Not running any more: later events of the run are dropped. The run has no
+  // status of its own (it is gone); cancelled is the nearest.
+  const run = next.run ? { ...next.run, status: "cancelled" as const } : null;
+  return { ...next, run, pending: false, deleted: true, notice: deletedNotice };
 }
 
 function applyError(state: ChatState, event: ErrorEvent): ChatState {

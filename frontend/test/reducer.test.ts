@@ -182,6 +182,24 @@ test("a failed run's final snapshot keeps the error event's code", () => {
   assert.equal(isRunning(s), false);
 });
 
+test("a run whose thread was deleted ends with its not_found error: the page says so, nothing later counts", () => {
+  const s = fold(initialChatState, [
+    first,
+    token("r1", 2, "a1", "Hel"),
+    { type: "error", run_id: "r1", sequence: 3, code: "not_found", error: "the thread was deleted: this run and its events are gone" },
+  ]);
+  assert.equal(s.deleted, true);
+  assert.deepEqual(s.notice, { code: "not_found", message: "This conversation was deleted." });
+  assert.equal(isRunning(s), false);
+  assert.equal(s.pending, false);
+  assert.equal(textOf(s, "a1"), "Hel");
+  const after = fold(s, [token("r1", 4, "a1", "lo"), snapshot("r1", 5, repo([[u1, null]], "u1"), "running")]);
+  assert.equal(after, s);
+  // Another run's error is not a deletion.
+  const failed = fold(initialChatState, [first, { type: "error", run_id: "r1", sequence: 2, code: "model_error", error: "boom" }]);
+  assert.equal(failed.deleted, false);
+});
+
 test("an interim snapshot without messageRepository updates the path it carries", () => {
   const a1Mid = assistant("a1", "Hello wor", "r1", { type: "running" });
   const interim = snapshot("r1", 4, repo([[u1, null], [a1Mid, "u1"]], "a1"), "running", false);

@@ -77,6 +77,31 @@ func unavailable(err error) bool {
 func (s *Service) follow(ctx context.Context, caller string, r *thread.Run, after int64, fn func(thread.Event, bool) error) error {
 	f := &follower{s: s, ctx: ctx, caller: caller, r: r, fn: fn, last: after, retry: s.cfg.RetryMin}
 	defer f.closeWake()
+	err := f.run()
+	if errcode.Of(err) == errcode.NotFound && ctx.Err() == nil {
+		// The run was there when the follow began: its thread was deleted
+		// meanwhile, here or in another process, with its log.
+		return f.gone()
+	}
+	return err
+}
+
+// goneMessage is the text of the event that ends the stream of a run
+// whose thread was deleted.
+const goneMessage = "the thread was deleted: this run and its events are gone"
+
+// gone ends the stream of a run whose thread was deleted with an error
+// event (not_found) after the last event emitted. It is not in the log,
+// which went with the thread: a rejoin is answered not_found.
+func (f *follower) gone() error {
+	f.last++
+	return f.fn(thread.Event{Type: thread.KindError, RunID: f.r.ID, Sequence: f.last, Code: errcode.NotFound, Text: goneMessage}, false)
+}
+
+// run follows the run until its final event, an error (not_found: the run
+// or its thread is gone) or ctx's end.
+func (f *follower) run() error {
+	s, ctx, r, caller := f.s, f.ctx, f.r, f.caller
 	for {
 		var sub stream.Subscription[thread.Event]
 		if f.last == 0 {
@@ -347,8 +372,10 @@ func (s *Service) event(r *thread.Run, rec thread.Record, tree *checkpoint.Tree,
 // from the durable log, then live, until the run's final snapshot or ctx
 // ends. It works for finished runs too. A subscriber that falls behind
 // catches up from the log. more tells fn that another event is ready at
-// once, so a writer can batch its flushes. not_found for unknown runs or
-// foreign threads.
+// once, so a writer can batch its flushes. A run whose thread is deleted
+// meanwhile (here or in another process) ends with an error event
+// not_found after the last event fn got, and no error. not_found for
+// unknown runs or foreign threads.
 func (s *Service) Follow(ctx context.Context, caller string, threadID, runID uuid.UUID, after int64, fn func(ev thread.Event, more bool) error) error {
 	r, err := s.FindRun(ctx, caller, threadID, runID)
 	if err != nil {

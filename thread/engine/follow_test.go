@@ -133,14 +133,19 @@ func TestResetReadsLostCancel(t *testing.T) {
 				t.Fatalf("the run still runs 30 s after the reset: the lost %s was not read", what)
 			}
 			if what == "delete" {
-				// The run is gone with its thread: the stream ends, and
-				// nothing after the deletion was published.
+				// The run is gone with its thread: the stream ends with
+				// not_found, and nothing after the deletion was published.
+				var last thread.Event
 				for ev := range evs {
 					if ev.Type == thread.KindToken {
 						t.Fatalf("the run of the deleted thread published %+v", ev)
 					}
+					last = ev
 				}
 				<-done
+				if last.Type != thread.KindError || last.Code != errcode.NotFound {
+					t.Fatalf("the stream of the deleted thread ended with %+v, want an error not_found", last)
+				}
 				return
 			}
 			got := rest(t, evs, done)

@@ -293,7 +293,7 @@ func TestRelayReaderStopsWithFollowers(t *testing.T) {
 
 // TestRelayThreadDeleted: when another process deletes the thread of a
 // run followed here, the reader's next read finds the run gone: it stops,
-// and its followers end with not_found.
+// and its followers' streams end with an error event not_found.
 func TestRelayThreadDeleted(t *testing.T) {
 	t.Parallel()
 	m := newStepper()
@@ -309,10 +309,15 @@ func TestRelayThreadDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.poke(r.ID) // the delete's NOTIFY
-	for range evs {
+	var last thread.Event
+	for ev := range evs {
+		last = ev
 	}
-	if err := <-done; errcode.Of(err) != errcode.NotFound {
-		t.Fatalf("follow of a deleted run: got %v, want not_found", err)
+	if err := <-done; err != nil {
+		t.Fatalf("follow of a deleted run: got %v, want nil after its not_found event", err)
+	}
+	if last.Type != thread.KindError || last.Code != errcode.NotFound || last.Sequence != 3 {
+		t.Fatalf("the follower's last event: got %+v, want an error not_found at sequence 3", last)
 	}
 	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
 	close(m.toks)

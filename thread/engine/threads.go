@@ -96,18 +96,29 @@ func (s *Service) UpdateThread(ctx context.Context, caller string, id uuid.UUID,
 	return s.store.ThreadUpdate(ctx, caller, id, u)
 }
 
-// DeleteThread cancels the thread's local run, then deletes the thread and
-// everything in it; not_found for unknown or foreign threads.
+// DeleteThread deletes the thread and everything in it, then stops its
+// run here, if any, and waits for it: as when the thread is deleted in
+// another process, the run writes and publishes nothing more, and every
+// stream of it ends with a not_found error event (follow.go). not_found
+// for unknown or foreign threads.
 func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID) error {
 	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {
 		return err
 	}
+	// The runs before the delete: not one a client starts on the id
+	// afterwards, which makes a new thread.
 	var waits []*activeRun
 	for _, ar := range s.active.all() {
 		if ar.run.ThreadID == id {
-			ar.cancel(thread.RunCancelled) // or its end is being written: wait for it
 			waits = append(waits, ar)
 		}
+	}
+	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
+		return err
+	}
+	s.forget(id)
+	for _, ar := range waits {
+		ar.lose() // its claim went with the thread
 	}
 	for _, ar := range waits {
 		select {
@@ -116,10 +127,6 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 			return ctx.Err()
 		}
 	}
-	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
-		return err
-	}
-	s.forget(id)
 	return nil
 }
 

@@ -56,7 +56,7 @@ func (s *Service) apply(ctx context.Context, c thread.Change) {
 	case thread.ChangeThreadGone:
 		for _, ar := range s.active.all() {
 			if ar.run.ThreadID == c.ID {
-				ar.cancel(thread.RunCancelled)
+				ar.lose() // its claim went with the thread
 			}
 		}
 		s.forget(c.ID)

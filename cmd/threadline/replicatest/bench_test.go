@@ -30,7 +30,8 @@ import (
 //   - cancel: from sending a cancel to replica1 until replica0's client has
 //     the cancelled snapshot (20 runs);
 //   - recovery: from kill -9 of a run's owner until a follower on another
-//     replica has the interrupted snapshot (5 kills), leases 2 minutes.
+//     replica, and the owner's client rejoined on a third, have the
+//     interrupted snapshot (see BenchmarkReplicaRecovery).
 func BenchmarkReplicas(b *testing.B) {
 	counts := followerCounts(b)
 	for range b.N {
@@ -47,9 +48,8 @@ func BenchmarkReplicas(b *testing.B) {
 		c := cancelLatencies(b, 20)
 		b.ReportMetric(ms(pct(c, 50)), "cancel_p50_ms")
 		b.ReportMetric(ms(pct(c, 100)), "cancel_max_ms")
-		r := recoveryTimes(b, 5)
-		b.ReportMetric(ms(pct(r, 50)), "recovery_p50_ms")
-		b.ReportMetric(ms(pct(r, 100)), "recovery_max_ms")
+		f, r := recoveryTimes(b, *benchKills)
+		reportRecovery(b, f, r)
 	}
 }
 
@@ -231,22 +231,72 @@ func cancelLatencies(b *testing.B, n int) []time.Duration {
 	return out
 }
 
-func recoveryTimes(b *testing.B, n int) []time.Duration {
-	db, rs := cluster(b, 2, killEnv...)
-	var out []time.Duration
+// benchKills is how many owners BenchmarkReplicas and
+// BenchmarkReplicaRecovery kill.
+var benchKills = flag.Int("replica.recoveries", 10, "kills in BenchmarkReplicas' and BenchmarkReplicaRecovery's recovery figures")
+
+// BenchmarkReplicaRecovery measures what a client on another replica sees
+// of a kill -9 of a run's owner (run with -benchtime 1x): on a cluster of
+// three with the default lease (15 s), from the kill until a follower on
+// another replica (following from the start) has the final interrupted
+// snapshot (recovery_*), and until the owner's own client, rejoining on
+// the third replica after the last event it read, has it (rejoin_*);
+// p50, p99 and max over -replica.recoveries kills.
+func BenchmarkReplicaRecovery(b *testing.B) {
+	for range b.N {
+		follower, rejoin := recoveryTimes(b, *benchKills)
+		reportRecovery(b, follower, rejoin)
+	}
+}
+
+func reportRecovery(b *testing.B, follower, rejoin []time.Duration) {
+	for _, m := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"recovery", follower}, {"rejoin", rejoin}} {
+		b.ReportMetric(ms(pct(m.ds, 50)), m.name+"_p50_ms")
+		b.ReportMetric(ms(pct(m.ds, 99)), m.name+"_p99_ms")
+		b.ReportMetric(ms(pct(m.ds, 100)), m.name+"_max_ms")
+	}
+	b.Logf("kill -9 to the final snapshot on another replica: follower p50 %.0f p99 %.0f ms, rejoined client p50 %.0f p99 %.0f ms (%d kills)",
+		ms(pct(follower, 50)), ms(pct(follower, 99)), ms(pct(rejoin, 50)), ms(pct(rejoin, 99)), len(follower))
+}
+
+// recoveryTimes kills the owner of a streaming run n times on a cluster
+// of three (each time another replica, restarted after), at a moment that
+// moves with each kill, and returns, per kill, how long after it a
+// follower on another replica and the owner's client rejoined on the third
+// had the final interrupted snapshot.
+func recoveryTimes(b *testing.B, n int) (follower, rejoin []time.Duration) {
+	env := []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000"} // the default lease
+	db, rs := cluster(b, 3, env...)
 	for k := range n {
-		owner, other := rs[k%2], rs[(k+1)%2]
+		owner, other, third := rs[k%3], rs[(k+1)%3], rs[(k+2)%3]
 		tid := uuid.NewString()
 		live := startRun(b, owner, tid, message("", fmt.Sprint("recover ", k)))
 		runID := live.readN(10)[0].RunID
 		watch := followWithin(b, other, tid, runID, 0, recoveryBound)
 		watch.readN(10)
+		live.readN(10 + 13*(k%8)) // kills 0.13 s apart in the run, over a second
 		t0 := time.Now()
 		owner.kill9()
-		evs := watch.rest()
-		out = append(out, time.Since(t0))
-		checkRun(b, "recovered run", evs, 1, "interrupted")
-		rs[k%2] = startReplica(b, fmt.Sprintf("replica%d.%d", k%2, k), db, killEnv...)
+		seen := live.rest()
+		var watched []event
+		var took time.Duration
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watched = watch.restQuiet()
+			took = time.Since(t0)
+		}()
+		back := followWithin(b, third, tid, runID, seen[len(seen)-1].Sequence, recoveryBound)
+		evs := back.rest()
+		rejoin = append(rejoin, time.Since(t0))
+		checkRun(b, "rejoined client", evs, seen[len(seen)-1].Sequence+1, "interrupted")
+		<-done
+		follower = append(follower, took)
+		checkRun(b, "recovered run", watched, 1, "interrupted")
+		rs[k%3] = startReplica(b, fmt.Sprintf("replica%d.%d", k%3, k), db, env...)
 	}
-	return out
+	return follower, rejoin
 }

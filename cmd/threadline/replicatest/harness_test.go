@@ -210,6 +210,22 @@ func (s *stream) rest() []event {
 	}
 }
 
+// restQuiet is rest for another goroutine than the test's: a line that
+// is not JSON ends the stream without failing the test from there (the
+// caller's checks of the events then fail it).
+func (s *stream) restQuiet() []event {
+	for {
+		line, err := s.r.ReadBytes('\n')
+		var e event
+		if err != nil || json.Unmarshal(line, &e) != nil {
+			return s.evs
+		}
+		e.Raw = bytes.TrimSpace(line)
+		s.evs = append(s.evs, e)
+		s.n.Add(1)
+	}
+}
+
 // client is an HTTP client whose every request is bounded.
 var client = &http.Client{Timeout: 90 * time.Second}
 

@@ -77,3 +77,58 @@ func killRound(t *testing.T, owner, follower, third *replica, text string) {
 		t.Fatalf("thread after recovery on %s: %d %s, want no active run", third.name, code, body)
 	}
 }
+
+// remoteBound is how long TestKill9RemoteFollowers' clients wait for the
+// final snapshot: a fifth of the lease it configures (remoteEnv), so a
+// run that ends within it was recovered on the owner's death and its end
+// reached the other replicas by a wake-up (or their short safety poll),
+// neither by the lease's expiry nor by any timer derived from it.
+const remoteBound = 12 * time.Second
+
+// remoteEnv is a lease far longer than remoteBound, with death detected
+// through the presence lock (the default).
+var remoteEnv = []string{"THREADLINE_BUILTIN_DELAY=10ms", "THREADLINE_BUILTIN_TOKENS=3000", "THREADLINE_RUN_LEASE=60s"}
+
+// TestKill9RemoteFollowers: the owner of a streaming run is killed with
+// SIGKILL on a cluster of three whose lease is a minute. A follower on
+// another replica that followed from the start, one that rejoined there in
+// the middle, and the owner's own client rejoining on the third replica
+// after the last event it read all get the rest of the run, ending with
+// the interrupted snapshot, within a fifth of the lease, each exactly the
+// stored log from where it began. Twice, so that the replica that
+// recovers is once a follower's and once not necessarily.
+func TestKill9RemoteFollowers(t *testing.T) {
+	t.Parallel()
+	db, rs := cluster(t, 3, remoteEnv...)
+	for k := range 2 {
+		owner, a, b := rs[k%3], rs[(k+1)%3], rs[(k+2)%3]
+		tid := uuid.NewString()
+		live := startRun(t, owner, tid, message("", fmt.Sprint("remote followers ", k)))
+		runID := live.readN(1)[0].RunID
+		fromStart := followWithin(t, a, tid, runID, 0, remoteBound)
+		live.readN(10)
+		midway := followWithin(t, a, tid, runID, 5, remoteBound)
+		fromStart.readN(10)
+		midway.readN(1)
+		owner.kill9()
+		seen := live.rest()
+		rejoined := followWithin(t, b, tid, runID, seen[len(seen)-1].Sequence, remoteBound)
+		stored := follow(t, b, tid, runID, 0) // after the end, or bounded by the client's timeout
+		for _, c := range []struct {
+			who   string
+			s     *stream
+			after int64
+		}{{"the follower from the start on " + a.name, fromStart, 0}, {"the follower from 5 on " + a.name, midway, 5},
+			{"the owner's client rejoined on " + b.name, rejoined, seen[len(seen)-1].Sequence}} {
+			got := c.s.rest()
+			if len(got) == 0 || got[len(got)-1].RunStatus != "interrupted" {
+				t.Fatalf("round %d: %s has no interrupted snapshot within %v of a %s lease (%d events)", k, c.who, remoteBound, "60s", len(got))
+			}
+			checkRun(t, c.who, got, c.after+1, "interrupted")
+			if c.after == 0 {
+				sameEvents(t, c.who+" against the stored log", stored.rest(), got)
+			}
+		}
+		rs[k%3] = startReplica(t, fmt.Sprintf("replica%d.%d", k%3, k), db, remoteEnv...)
+	}
+}

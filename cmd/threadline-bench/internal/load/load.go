@@ -47,7 +47,11 @@ child process on a free loopback port and its own fresh database, created on the
 Postgres of --database-url ($THREADLINE_DATABASE_URL, else the project's own
 cluster via deploy/pg.sh start) and dropped afterwards, so the server's CPU
 and memory are measured apart from the client's. --url targets a running
-service instead (loopback only).
+service instead (loopback only). Beside the delays each K reports the CPU
+microseconds one delivered token cost the service and Postgres (its backends
+of the K's database). --with-floor measures the floor at each K right after
+Threadline, and the summary names the first K whose p99 added delay reached
+50 ms for each.
 
 Flags:
 `
@@ -78,6 +82,8 @@ type loadOpts struct {
 	cpuProfile  string
 	selfProfile string
 	floor       bool
+	withFloor   bool
+	floorBin    string
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
@@ -109,6 +115,8 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.BoolVar(&o.warmup, "warmup", true, "before measuring, open the service's database pool with a burst of light concurrent requests (a fresh service starts with one connection)")
 	fs.BoolVar(&o.preconnect, "preconnect", true, "before measuring, open one keep-alive connection per client, as a browser that has loaded the app holds one, so that each run's POST reuses it (rejoins still dial a new one); false: every POST dials")
 	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline-bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
+	fs.StringVar(&o.floorBin, "floor-bin", "", "with --with-floor: the binary to run with 'floor' (default: this executable)")
+	fs.BoolVar(&o.withFloor, "with-floor", false, "after each K's Threadline measurement, measure the floor at the same K in the same run (see --floor); the summary names the K where each one's p99 added delay first reaches the goal's bound")
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -153,6 +161,12 @@ func (o *loadOpts) check() error {
 	case o.tokens < 3 && o.rejoinShare > 0:
 		return errors.New("--rejoin-share needs --tokens of at least 3 (clients drop after some tokens, before the last)")
 	}
+	return o.checkTarget()
+}
+
+// checkTarget checks (and normalises) the flags that choose what is
+// measured: --url, --server-pid, --floor and --with-floor.
+func (o *loadOpts) checkTarget() error {
 	if o.url != "" {
 		u, err := url.Parse(o.url)
 		if err != nil || (u.Scheme != "http") || u.Host == "" {
@@ -165,8 +179,11 @@ func (o *loadOpts) check() error {
 	} else if o.serverPID != 0 {
 		return errors.New("--server-pid goes with --url")
 	}
-	if o.floor && o.url != "" {
-		return errors.New("--floor starts its own child; it does not go with --url")
+	if (o.floor || o.withFloor) && o.url != "" {
+		return errors.New("--floor and --with-floor start their own child; they do not go with --url")
+	}
+	if o.floor && o.withFloor {
+		return errors.New("--with-floor measures the floor beside Threadline; it does not go with --floor")
 	}
 	return nil
 }
@@ -177,6 +194,44 @@ func loadLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loadPrepare finds what Run needs before the first K: a Postgres (the
+// project's own when none is given), the binaries the children run, and
+// Postgres's version; it drops stale databases of earlier runs.
+func loadPrepare(ctx context.Context, o *loadOpts, stderr io.Writer) (string, error) {
+	var err error
+	if (o.url == "" && !o.floor) || o.dbURL != "" {
+		if o.dbURL == "" {
+			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
+			if o.dbURL, err = bench.OwnCluster(ctx, stderr); err != nil {
+				return "", err
+			}
+		}
+	}
+	if o.url == "" && o.serverBin == "" {
+		if o.serverBin, err = defaultServerBin(o.floor); err != nil {
+			return "", err
+		}
+	}
+	if o.withFloor && o.floorBin == "" {
+		if o.floorBin, err = defaultServerBin(true); err != nil {
+			return "", err
+		}
+	}
+	pgver := "unknown"
+	if o.dbURL != "" {
+		conn, err := pgx.Connect(ctx, o.dbURL)
+		if err != nil {
+			return "", fmt.Errorf("connect to %s: %w", bench.RedactURL(o.dbURL), err)
+		}
+		pgver = bench.PGVersion(ctx, conn)
+		if o.url == "" && !o.floor {
+			loadDropStale(ctx, conn, stderr)
+		}
+		conn.Close(ctx)
+	}
+	return pgver, nil
 }
 
 // Run runs `threadline-bench load` with args; one JSON line per K goes to
@@ -196,33 +251,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopProfile()
 
-	if (o.url == "" && !o.floor) || o.dbURL != "" {
-		if o.dbURL == "" {
-			fmt.Fprintln(stderr, "bench load: no --database-url / $THREADLINE_DATABASE_URL; starting the project's own Postgres")
-			if o.dbURL, err = bench.OwnCluster(ctx, stderr); err != nil {
-				return err
-			}
-		}
-	}
-	if o.url == "" && o.serverBin == "" {
-		if o.serverBin, err = defaultServerBin(o.floor); err != nil {
-			return err
-		}
-	}
-	pgver := "unknown"
-	if o.dbURL != "" {
-		conn, err := pgx.Connect(ctx, o.dbURL)
-		if err != nil {
-			return fmt.Errorf("connect to %s: %w", bench.RedactURL(o.dbURL), err)
-		}
-		pgver = bench.PGVersion(ctx, conn)
-		if o.url == "" && !o.floor {
-			loadDropStale(ctx, conn, stderr)
-		}
-		conn.Close(ctx)
+	pgver, err := loadPrepare(ctx, &o, stderr)
+	if err != nil {
+		return err
 	}
 	machine, commit := bench.MachineInfo(), bench.GitCommit()
-	var results []Result
+	var results, floors []Result
 	enc := json.NewEncoder(stdout)
 	for _, k := range o.ks {
 		if ctx.Err() != nil {
@@ -237,8 +271,21 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
+		if !o.withFloor || ctx.Err() != nil {
+			continue
+		}
+		fres, err := loadFloorOne(ctx, o, k, stderr)
+		if err != nil {
+			return err
+		}
+		fres.Machine, fres.Commit, fres.Postgres, fres.GoVersion = machine, commit, pgver, runtime.Version()
+		floors = append(floors, fres)
+		if err := enc.Encode(fres); err != nil {
+			return err
+		}
 	}
 	sum := loadSummarize(results, o)
+	sum.floor(floors)
 	sum.Machine, sum.Commit, sum.Postgres, sum.GoVersion = machine, commit, pgver, runtime.Version()
 	if err := enc.Encode(sum); err != nil {
 		return err
@@ -251,18 +298,24 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // Summary is the last line of stdout.
 type Summary struct {
-	Bench     string        `json:"bench"`
-	Summary   bool          `json:"summary"`
-	Ks        []int         `json:"ks"`
-	AllGood   bool          `json:"all_meet_goal"`
-	BreaksAt  *int          `json:"breaks_at_k"`
-	BreakWhy  string        `json:"break_reason"`
-	Goal      string        `json:"goal"`
-	Results   []Result      `json:"results"`
-	Machine   bench.Machine `json:"machine"`
-	Postgres  string        `json:"postgres"`
-	GoVersion string        `json:"go_version"`
-	Commit    string        `json:"commit"`
+	Bench    string `json:"bench"`
+	Summary  bool   `json:"summary"`
+	Ks       []int  `json:"ks"`
+	AllGood  bool   `json:"all_meet_goal"`
+	BreaksAt *int   `json:"breaks_at_k"`
+	BreakWhy string `json:"break_reason"`
+	// P99PassesAt is the first K (in the order run) whose p99 added delay
+	// reached the goal's bound; FloorP99PassesAt the same for the floor
+	// measured in the same run (--with-floor). null: none did (or no floor).
+	P99PassesAt      *int          `json:"p99_passes_goal_at_k"`
+	FloorP99PassesAt *int          `json:"floor_p99_passes_goal_at_k"`
+	FloorResults     []Result      `json:"floor_results,omitempty"`
+	Goal             string        `json:"goal"`
+	Results          []Result      `json:"results"`
+	Machine          bench.Machine `json:"machine"`
+	Postgres         string        `json:"postgres"`
+	GoVersion        string        `json:"go_version"`
+	Commit           string        `json:"commit"`
 }
 
 func loadSummarize(rs []Result, o loadOpts) Summary {
@@ -295,7 +348,39 @@ func loadSummarize(rs []Result, o loadOpts) Summary {
 	if len(rs) < len(o.ks) {
 		s.BreakWhy = strings.TrimPrefix(s.BreakWhy+"; timeout before every size ran", "; ")
 	}
+	s.P99PassesAt = loadP99PassesAt(rs)
 	return s
+}
+
+// floor adds the floor's results of a --with-floor run.
+func (s *Summary) floor(rs []Result) {
+	if len(rs) == 0 {
+		return
+	}
+	s.FloorResults = rs
+	s.FloorP99PassesAt = loadP99PassesAt(rs)
+}
+
+// loadP99PassesAt is the first K whose p99 added delay reached the goal's
+// bound (nil: none).
+func loadP99PassesAt(rs []Result) *int {
+	for _, r := range rs {
+		if r.AddedDelayMS.Samples > 0 && r.AddedDelayMS.P99 >= loadGoalP99MS {
+			k := r.K
+			return &k
+		}
+	}
+	return nil
+}
+
+// loadFloorOne measures the floor at K, for --with-floor.
+func loadFloorOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, error) {
+	o.floor, o.withFloor, o.serverBin = true, false, o.floorBin
+	res, err := loadOne(ctx, o, k, stderr)
+	if err != nil {
+		return res, fmt.Errorf("k=%d, the floor: %w", k, err)
+	}
+	return res, nil
 }
 
 // loadOne measures one K.
@@ -344,11 +429,12 @@ func loadOne(ctx context.Context, o loadOpts, k int, stderr io.Writer) (Result, 
 	}
 
 	loadCheck(&res, clients, o, interval)
+	res.perToken()
 	res.MeetsGoal = res.RunsFailed == 0 && res.ExactlyOnce && res.AddedDelayMS.Samples > 0 && res.AddedDelayMS.P99 < loadGoalP99MS
 	res.MeetsStretch = res.MeetsGoal && res.AddedDelayMS.P99 < loadStretchP99MS
-	fmt.Fprintf(stderr, "bench load: k=%d done in %.1fs: completed=%d failed=%d tokens=%d/%d exactly_once=%v delay p50/p99/max=%.2f/%.2f/%.2f ms (upper bound p99 %.2f)\n",
+	fmt.Fprintf(stderr, "bench load: k=%d done in %.1fs: completed=%d failed=%d tokens=%d/%d exactly_once=%v delay p50/p99/max=%.2f/%.2f/%.2f ms (upper bound p99 %.2f) cpu us/token service %s postgres %s\n",
 		k, wall.Seconds(), res.RunsCompleted, res.RunsFailed, res.TokensDelivered, res.TokensExpected, res.ExactlyOnce,
-		res.AddedDelayMS.P50, res.AddedDelayMS.P99, res.AddedDelayMS.Max, res.AddedDelayUpper.P99)
+		res.AddedDelayMS.P50, res.AddedDelayMS.P99, res.AddedDelayMS.Max, res.AddedDelayUpper.P99, loadFig(res.ServerCPUPerToken), loadFig(res.DBCPUPerToken))
 	return res, nil
 }
 
@@ -459,4 +545,12 @@ func loadRunClients(ctx context.Context, hc *http.Client, tgt loadTarget, client
 				prog.rejoins.Load(), prog.tokens.Load(), int64(len(clients))*int64(o.tokens))
 		}
 	}
+}
+
+// loadFig is an optional figure for the progress line.
+func loadFig(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 2, 64)
 }

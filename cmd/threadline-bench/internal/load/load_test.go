@@ -61,14 +61,15 @@ func TestBenchLoadSmall(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	args := []string{"--k", "5", "--tokens", "20", "--rate", "200", "--rejoin-share", "0.4", "--ramp", "200ms",
-		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin}
+		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin,
+		"--with-floor", "--floor-bin", binary(t, "threadline-bench")}
 	getenv := func(string) string { return "" }
 	if err := Run(ctx, args, getenv, &stdout, &stderr); err != nil {
 		t.Fatalf("bench load: %v\nstderr:\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if got, want := len(lines), 2; got != want {
-		t.Fatalf("stdout has %d lines, want %d (one per K, then the summary):\n%s", got, want, stdout.String())
+	if got, want := len(lines), 3; got != want {
+		t.Fatalf("stdout has %d lines, want %d (Threadline and the floor per K, then the summary):\n%s", got, want, stdout.String())
 	}
 	checkLoadKeys(t, lines[0])
 	var r Result
@@ -78,12 +79,24 @@ func TestBenchLoadSmall(t *testing.T) {
 	checkLoadRuns(t, &r)
 	checkLoadDelays(t, &r)
 	checkLoadServer(t, &r)
-	var sum Summary
-	if err := json.Unmarshal([]byte(lines[1]), &sum); err != nil {
-		t.Fatalf("last line is not JSON: %v\n%s", err, lines[1])
+	for what, v := range map[string]*float64{"server_cpu_us_per_token": r.ServerCPUPerToken, "db_cpu_us_per_token": r.DBCPUPerToken} {
+		if v == nil || *v <= 0 {
+			t.Errorf("%s = %v, want a positive figure", what, v)
+		}
 	}
-	if !sum.Summary || len(sum.Results) != 1 || sum.Results[0].K != 5 {
-		t.Errorf("summary = %+v, want summary true with the one K=5 result", sum)
+	var floor Result
+	if err := json.Unmarshal([]byte(lines[1]), &floor); err != nil {
+		t.Fatal(err)
+	}
+	if floor.K != 5 || !strings.Contains(floor.Target, "floor") || floor.RunsCompleted != 5 || floor.DBCPUPerToken != nil {
+		t.Errorf("the floor's line: k %d target %q completed %d db cpu %v; want K=5's floor, complete, without a database", floor.K, floor.Target, floor.RunsCompleted, floor.DBCPUPerToken)
+	}
+	var sum Summary
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, lines[2])
+	}
+	if !sum.Summary || len(sum.Results) != 1 || sum.Results[0].K != 5 || len(sum.FloorResults) != 1 {
+		t.Errorf("summary = %+v, want summary true with the one K=5 result and its floor", sum)
 	}
 	if !strings.Contains(stderr.String(), "k=5") {
 		t.Errorf("stderr has no progress for k=5:\n%s", stderr.String())
@@ -231,6 +244,8 @@ func TestBenchLoadFlags(t *testing.T) {
 		{[]string{"--rejoin-share", "1.5"}, "--rejoin-share"},
 		{[]string{"--tokens", "2"}, "at least 3"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--with-floor", "--floor"}, "does not go with --floor"},
+		{[]string{"--with-floor", "--url", "http://127.0.0.1:8080"}, "do not go with --url"},
 	}
 	for _, tc := range cases {
 		var stderr bytes.Buffer
@@ -240,6 +255,29 @@ func TestBenchLoadFlags(t *testing.T) {
 			t.Errorf("parseLoadOpts(%q) = %v, want no error", tc.args, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("parseLoadOpts(%q) = %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestLoadP99PassesAt: the first K whose p99 reached the goal's bound, in
+// the order run; none when every p99 stayed under it or had no samples.
+func TestLoadP99PassesAt(t *testing.T) {
+	t.Parallel()
+	res := func(k int, p99 float64, n int) Result {
+		return Result{K: k, AddedDelayMS: loadDist{P99: p99, Samples: n}}
+	}
+	for _, tc := range []struct {
+		rs   []Result
+		want int // 0: none
+	}{
+		{[]Result{res(100, 3, 10), res(500, 49.9, 10)}, 0},
+		{[]Result{res(100, 3, 10), res(500, 50, 10), res(1000, 80, 10)}, 500},
+		{[]Result{res(100, 0, 0), res(500, 60, 10)}, 500},
+		{nil, 0},
+	} {
+		got := loadP99PassesAt(tc.rs)
+		if (got == nil) != (tc.want == 0) || (got != nil && *got != tc.want) {
+			t.Errorf("loadP99PassesAt(%+v) = %v, want %d", tc.rs, got, tc.want)
 		}
 	}
 }

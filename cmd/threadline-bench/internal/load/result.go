@@ -97,22 +97,29 @@ type Result struct {
 	ServerStats      string           `json:"server_stats_source"`
 	ClientCPUS       float64          `json:"client_cpu_s"`
 	DBBackendCPUS    *float64         `json:"db_backend_cpu_s"`
-	MachineCPUUtil   *float64         `json:"machine_cpu_util"`
-	DBGrowthBytes    *int64           `json:"db_growth_bytes"`
-	DBGrowthPerRun   *float64         `json:"db_growth_per_run_bytes"`
-	DBMaxConns       *int             `json:"server_db_max_conns"`
-	ServerLogErrors  int              `json:"server_log_errors"`
-	ServerLogWarns   int              `json:"server_log_warnings"`
-	WallS            float64          `json:"wall_s"`
-	IdealS           float64          `json:"ideal_s"`
-	Errors           []string         `json:"errors"`
-	MeetsGoal        bool             `json:"meets_goal"`
-	MeetsStretch     bool             `json:"meets_stretch"`
-	Target           string           `json:"target"`
-	Machine          bench.Machine    `json:"machine"`
-	Postgres         string           `json:"postgres"`
-	GoVersion        string           `json:"go_version"`
-	Commit           string           `json:"commit"`
+	// ServerCPUPerToken and DBCPUPerToken are server_cpu_s and
+	// db_backend_cpu_s over tokens_delivered, in CPU microseconds: what one
+	// delivered token cost the service and Postgres (its backends serving
+	// the K's database; Postgres's shared background processes are not
+	// counted, nor backends that ended within the window).
+	ServerCPUPerToken *float64      `json:"server_cpu_us_per_token"`
+	DBCPUPerToken     *float64      `json:"db_cpu_us_per_token"`
+	MachineCPUUtil    *float64      `json:"machine_cpu_util"`
+	DBGrowthBytes     *int64        `json:"db_growth_bytes"`
+	DBGrowthPerRun    *float64      `json:"db_growth_per_run_bytes"`
+	DBMaxConns        *int          `json:"server_db_max_conns"`
+	ServerLogErrors   int           `json:"server_log_errors"`
+	ServerLogWarns    int           `json:"server_log_warnings"`
+	WallS             float64       `json:"wall_s"`
+	IdealS            float64       `json:"ideal_s"`
+	Errors            []string      `json:"errors"`
+	MeetsGoal         bool          `json:"meets_goal"`
+	MeetsStretch      bool          `json:"meets_stretch"`
+	Target            string        `json:"target"`
+	Machine           bench.Machine `json:"machine"`
+	Postgres          string        `json:"postgres"`
+	GoVersion         string        `json:"go_version"`
+	Commit            string        `json:"commit"`
 }
 
 // Goal of the issue: p99 added delay under 50 ms (stretch 5 ms), every token
@@ -141,3 +148,18 @@ const loadDelayMethod = "Client side, per token, on one clock (client and servic
 	"server_publish_delay is the service's own histogram threadline_token_publish_delay_seconds over the same window " +
 	"(model produced the oldest token of a log batch -> batch published after its durable commit; excludes the HTTP write). " +
 	"meets_goal uses added_delay_ms."
+
+// perToken sets the CPU figures per delivered token.
+func (r *Result) perToken() {
+	if r.TokensDelivered <= 0 {
+		return
+	}
+	per := func(sec *float64) *float64 {
+		if sec == nil {
+			return nil
+		}
+		v := bench.Round(*sec*1e6/float64(r.TokensDelivered), 2)
+		return &v
+	}
+	r.ServerCPUPerToken, r.DBCPUPerToken = per(r.ServerCPUS), per(r.DBBackendCPUS)
+}
