@@ -102,7 +102,8 @@ const SharedThread: FC<{ shareId: string; share: SharedPath; title: string }> = 
       </header>
       <AssistantRuntimeProvider runtime={runtime}>
         <ThreadPrimitive.Root className="thread shared-thread">
-          <ThreadPrimitive.Viewport className="thread-viewport">
+          {/* Focusable, so the keyboard scrolls it: nothing in it takes the focus. */}
+          <ThreadPrimitive.Viewport className="thread-viewport" tabIndex={0} role="region" aria-label="Shared messages">
             <ThreadPrimitive.Messages components={{ UserMessage, AssistantMessage, SystemMessage }} />
           </ThreadPrimitive.Viewport>
         </ThreadPrimitive.Root>
