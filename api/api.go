@@ -100,6 +100,9 @@ type Config struct {
 	Transfer          thread.TransferStore
 	MaxImport         int64
 	MaxThreadMessages int
+	// Shares, when set, serves share links (/shares and
+	// /threads/{thread_id}/shares).
+	Shares ShareStore
 }
 
 // Server is the HTTP API.
@@ -265,7 +268,22 @@ func New(svc *engine.Service, cfg Config) *Server {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)
 	}
+	if cfg.Shares != nil {
+		s.shareRoutes(v1, mw)
+	}
 	return s
+}
+
+// shareRoutes adds the share links' routes. Reading a share and its
+// attachments takes no credentials (the random share id is the secret),
+// so those two routes are limited per address only.
+func (s *Server) shareRoutes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
+	v1.POST("/threads/:thread_id/share", s.createShare, mw...)
+	v1.GET("/threads/:thread_id/shares", s.listShares, mw...)
+	v1.DELETE("/shares/:share_id", s.deleteShare, mw...)
+	v1.POST("/shares/:share_id/fork", s.forkShare, mw...)
+	v1.GET("/shares/:share_id", s.getShare, s.limitAddr)
+	v1.GET("/shares/:share_id/attachments/:attachment_id", s.getShareAttachment, s.limitAddr)
 }
 
 // ServeHTTP makes the server an http.Handler.

@@ -109,6 +109,11 @@ func (s *Server) getAttachment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return serveFile(c, a, "private, max-age=31536000, immutable")
+}
+
+// serveFile answers with an attachment's bytes and the given Cache-Control.
+func serveFile(c echo.Context, a *thread.File, cache string) error {
 	h := c.Response().Header()
 	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
 	// Only images a browser renders without running anything are shown
@@ -125,6 +130,6 @@ func (s *Server) getAttachment(c echo.Context) error {
 		cd = disp // a name FormatMediaType cannot encode is left out
 	}
 	h.Set("Content-Disposition", cd)
-	h.Set("Cache-Control", "private, max-age=31536000, immutable")
+	h.Set("Cache-Control", cache)
 	return c.Blob(http.StatusOK, a.ContentType, a.Data)
 }

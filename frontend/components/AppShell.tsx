@@ -5,10 +5,17 @@
 // thread link, the overlay or Escape).
 
 import Link from "next/link";
+import { usePathname } from "next/navigation";
 import { useEffect, useRef, useState, type FC, type ReactNode } from "react";
 import { Sidebar } from "./Sidebar";
 
 export const AppShell: FC<{ children: ReactNode }> = ({ children }) => {
+  // A share link's page (/s/…) stands alone: no sidebar, nobody's threads.
+  const shared = usePathname()?.startsWith("/s/") ?? false;
+  return shared ? <main className="main shared-main">{children}</main> : <Frame>{children}</Frame>;
+};
+
+const Frame: FC<{ children: ReactNode }> = ({ children }) => {
   const [open, setOpen] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);
   const close = (refocus: boolean) => {

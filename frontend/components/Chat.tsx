@@ -5,6 +5,7 @@ import { useEffect, useState, type FC } from "react";
 import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { ThreadIdContext } from "./context";
+import { ExportMenu } from "./LibraryActions";
 import { ModelPicker } from "./ModelPicker";
 import { Thread } from "./Thread";
 import { useDocumentTitle } from "./useDocumentTitle";
@@ -40,7 +41,12 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
   return (
     <ThreadIdContext.Provider value={threadId}>
       <AssistantRuntimeProvider runtime={runtime}>
-        <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={<ModelPicker />} />
+        <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={
+            <>
+              <ModelPicker />
+              <ExportMenu threadId={threadId} />
+            </>
+          } />
       </AssistantRuntimeProvider>
     </ThreadIdContext.Provider>
   );

@@ -13,6 +13,7 @@ import { groupByDate } from "@/lib/dates";
 import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
 import type { ThreadSummary } from "@/lib/types";
+import { ImportButton } from "./LibraryActions";
 
 const THEME_LABEL: Record<Theme, string> = { system: "Theme: system", dark: "Theme: dark", light: "Theme: light" };
 
@@ -153,6 +154,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
         </button>
       ) : null}
       {loaded && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
+      <ImportButton />
       <ThemeToggle />
     </nav>
   );

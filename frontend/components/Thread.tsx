@@ -19,6 +19,7 @@ import { DATA, Reasoning, TOOLS } from "./AgentParts";
 import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
+import { ShareButton, ShareScope } from "./ShareAction";
 
 export type Notice = { code: string; message: string; retry?: boolean } | null;
 
@@ -185,7 +186,7 @@ function fileKind(name: string, contentType: string | undefined): string {
   return "file";
 }
 
-const MessageAttachment: FC = () => {
+export const MessageAttachment: FC = () => {
   const contentType = useAuiState((s) => s.attachment.contentType);
   const isImage = useAuiState((s) => s.attachment.type === "image") || isImageType(contentType);
   if (!isImage) return <FileChip />;
@@ -218,14 +219,17 @@ const UserMessage: FC = () => (
     <div className="bubble user-bubble" data-testid="message-text">
       <MessagePrimitive.Parts />
     </div>
-    <div className="message-footer">
-      <BranchPicker />
-      <ActionBar>
-        <ActionBarPrimitive.Edit className="link" aria-label="Edit">
-          Edit
-        </ActionBarPrimitive.Edit>
-      </ActionBar>
-    </div>
+    <ShareScope>
+      <div className="message-footer">
+        <BranchPicker />
+        <ActionBar>
+          <ActionBarPrimitive.Edit className="link" aria-label="Edit">
+            Edit
+          </ActionBarPrimitive.Edit>
+          <ShareButton />
+        </ActionBar>
+      </div>
+    </ShareScope>
   </MessagePrimitive.Root>
 );
 
@@ -271,20 +275,23 @@ const AssistantMessage: FC = () => (
       </ErrorPrimitive.Root>
     </MessagePrimitive.Error>
     <StatusLine />
-    <div className="message-footer">
-      <BranchPicker />
-      <ActionBar>
-        <ActionBarPrimitive.Copy className="link" aria-label="Copy">
-          <AuiIf condition={(s) => s.message.isCopied}>Copied</AuiIf>
-          <AuiIf condition={(s) => !s.message.isCopied}>Copy</AuiIf>
-        </ActionBarPrimitive.Copy>
-        <ActionBarPrimitive.Reload className="link" aria-label="Regenerate">
-          Regenerate
-        </ActionBarPrimitive.Reload>
-        <RegenerateWith />
-      </ActionBar>
-      <ReplyDetails />
-    </div>
+    <ShareScope>
+      <div className="message-footer">
+        <BranchPicker />
+        <ActionBar>
+          <ActionBarPrimitive.Copy className="link" aria-label="Copy">
+            <AuiIf condition={(s) => s.message.isCopied}>Copied</AuiIf>
+            <AuiIf condition={(s) => !s.message.isCopied}>Copy</AuiIf>
+          </ActionBarPrimitive.Copy>
+          <ActionBarPrimitive.Reload className="link" aria-label="Regenerate">
+            Regenerate
+          </ActionBarPrimitive.Reload>
+          <RegenerateWith />
+          <ShareButton />
+        </ActionBar>
+        <ReplyDetails />
+      </div>
+    </ShareScope>
   </MessagePrimitive.Root>
 );
 

@@ -8,6 +8,7 @@ import type {
   ThreadSummary,
   ToolSpec,
   UploadedAttachment,
+  WireMessage,
 } from "./types";
 import type { Limits } from "./limits";
 
@@ -204,4 +205,68 @@ export async function listTools(): Promise<ToolSpec[] | null> {
   if (res.status === 404 || res.status === 405) return null;
   const body = await json<{ tools?: ToolSpec[] }>(res);
   return Array.isArray(body.tools) ? body.tools : [];
+}
+
+/** A share link as its owner sees it (POST /threads/{id}/share). */
+export type ShareInfo = { share_id: string; url: string; message_id: string; created_at: string; expires_at: string | null };
+
+/** GET /shares/{id}: the shared path, root first. */
+export type SharedPath = {
+  share_id: string;
+  title: string | null;
+  created_at: string;
+  expires_at: string | null;
+  messages: WireMessage[];
+};
+
+export function sharePath(shareId: string): string {
+  return `${API_BASE}/shares/${encodeURIComponent(shareId)}`;
+}
+
+/** The web app's page of a share, absolute (for copying). */
+export function sharePageUrl(shareId: string): string {
+  const origin = typeof window === "undefined" ? "" : window.location.origin;
+  return `${origin}/s/${encodeURIComponent(shareId)}`;
+}
+
+export async function createShare(threadId: string, messageId: string): Promise<ShareInfo> {
+  return json<ShareInfo>(
+    await fetch(`${threadPath(threadId)}/share`, {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ message_id: messageId }),
+    }),
+  );
+}
+
+export async function revokeShare(shareId: string): Promise<void> {
+  await ok(await fetch(sharePath(shareId), { method: "DELETE" }));
+}
+
+/** The shared path, or null when the link is not available (revoked, expired, unknown). */
+export async function getShare(shareId: string): Promise<SharedPath | null> {
+  const res = await fetch(sharePath(shareId), { cache: "no-store" });
+  if (res.status === 404) return null;
+  return json<SharedPath>(res);
+}
+
+/** "Continue this conversation": a new thread of the viewer's holding the path. */
+export async function forkShare(shareId: string): Promise<string> {
+  const body = await json<{ thread_id: string }>(await fetch(`${sharePath(shareId)}/fork`, { method: "POST" }));
+  return body.thread_id;
+}
+
+/** Where a thread downloads as JSON or Markdown (GET /threads/{id}/export). */
+export function exportUrl(threadId: string, format: "json" | "markdown"): string {
+  return `${threadPath(threadId)}/export?format=${format}`;
+}
+
+export type ImportedThread = { thread_id: string; title: string | null; messages: number };
+
+/** POST /threads/import: uploads an export; the threads it made, first first. */
+export async function importThreads(file: File): Promise<ImportedThread[]> {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  const body = await json<{ threads?: ImportedThread[] }>(await fetch(`${API_BASE}/threads/import`, { method: "POST", body: form }));
+  return Array.isArray(body.threads) ? body.threads : [];
 }
