@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/threadline/threadline/api/client"
 )
 
 // loadClient is one run's client.
@@ -56,42 +58,9 @@ func (c *loadClient) mis(format string, a ...any) {
 	c.mismatch = append(c.mismatch, fmt.Sprintf("run %d: "+format, append([]any{c.idx}, a...)...))
 }
 
-type loadEvent struct {
-	Type              string        `json:"type"`
-	RunID             string        `json:"run_id"`
-	Sequence          int64         `json:"sequence"`
-	MessageID         string        `json:"message_id"`
-	Text              string        `json:"text"`
-	RunStatus         string        `json:"run_status"`
-	Error             string        `json:"error"`
-	Code              string        `json:"code"`
-	Messages          []loadMessage `json:"messages"`
-	MessageRepository *struct {
-		HeadID   string `json:"headId"`
-		Messages []struct {
-			Message loadMessage `json:"message"`
-		} `json:"messages"`
-	} `json:"messageRepository"`
-}
-
-type loadMessage struct {
-	ID      string `json:"id"`
-	Role    string `json:"role"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-}
-
-func (m loadMessage) text() string {
-	var b strings.Builder
-	for _, p := range m.Content {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
+// loadEvent is a stream event as the Go client decodes it (tokens
+// through loadFastToken's direct path).
+type loadEvent = client.Event
 
 // loadTarget is the service under load.
 type loadTarget struct {
@@ -293,8 +262,8 @@ func (c *loadClient) sequenced(conn int, seq int64) {
 func (c *loadClient) snapshot(ev *loadEvent, now time.Time) (final bool) {
 	if c.runID == "" {
 		c.runID, c.firstAt = ev.RunID, now
-		if ev.MessageRepository != nil {
-			c.msgID = ev.MessageRepository.HeadID
+		if ev.Repository != nil && ev.Repository.HeadID != nil {
+			c.msgID = *ev.Repository.HeadID
 		}
 	}
 	if ev.RunStatus == "running" || ev.RunStatus == "" {
@@ -303,7 +272,7 @@ func (c *loadClient) snapshot(ev *loadEvent, now time.Time) (final bool) {
 	c.final, c.finalSet = ev.RunStatus, true
 	for _, m := range ev.Messages {
 		if m.ID == c.msgID {
-			c.finalTxt = m.text()
+			c.finalTxt = m.Text()
 		}
 	}
 	return true
