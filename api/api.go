@@ -93,6 +93,8 @@ type Config struct {
 	StreamsPerProcess int
 	// Raw, when set, serves GET …/runs/{run_id}/raw.
 	Raw RawStore
+	// Search, when set, serves GET /api/v1/search.
+	Search SearchStore
 }
 
 // Server is the HTTP API.
@@ -250,6 +252,9 @@ func New(svc *engine.Service, cfg Config) *Server {
 	v1.GET("/models", s.listModels, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)
+	if cfg.Search != nil {
+		v1.GET("/search", s.search, mw...)
+	}
 	if cfg.Attachments != nil {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)

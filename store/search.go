@@ -67,7 +67,6 @@ func parseSearch(text string) searchTerms {
 	return t
 }
 
-
 // wordChars keeps the letters, digits and underscores of s, so that it is
 // a safe lexeme of to_tsquery between single quotes.
 func wordChars(s string) string {
