@@ -1,11 +1,12 @@
 "use client";
 
 import { AssistantRuntimeProvider } from "@assistant-ui/react";
-import { useEffect, useState, type FC } from "react";
+import { Suspense, useEffect, useState, type FC } from "react";
 import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { ThreadIdContext } from "./context";
 import { ModelPicker } from "./ModelPicker";
+import { SearchFocus } from "./SearchFocus";
 import { Thread } from "./Thread";
 import { useDocumentTitle } from "./useDocumentTitle";
 import { useThreadlineRuntime } from "./useThreadlineRuntime";
@@ -32,7 +33,7 @@ function useThreadTitle(threadId: string): string | null {
 }
 
 export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
-  const { runtime, notice, dismissNotice, notFound } = useThreadlineRuntime(threadId);
+  const { runtime, notice, dismissNotice, notFound, loaded, headId, setHead } = useThreadlineRuntime(threadId);
   const title = useThreadTitle(threadId);
   // The browser tab says which conversation it is.
   useDocumentTitle(notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline");
@@ -41,6 +42,9 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
     <ThreadIdContext.Provider value={threadId}>
       <AssistantRuntimeProvider runtime={runtime}>
         <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={<ModelPicker />} />
+        <Suspense fallback={null}>
+          <SearchFocus loaded={loaded} headId={headId} setHead={setHead} />
+        </Suspense>
       </AssistantRuntimeProvider>
     </ThreadIdContext.Provider>
   );

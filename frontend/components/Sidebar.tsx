@@ -12,6 +12,7 @@ import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api
 import { groupByDate } from "@/lib/dates";
 import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
+import { SearchBox } from "./SearchBox";
 import type { ThreadSummary } from "@/lib/types";
 
 const THEME_LABEL: Record<Theme, string> = { system: "Theme: system", dark: "Theme: dark", light: "Theme: light" };
@@ -119,6 +120,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
           New chat
         </Link>
       </div>
+      <SearchBox />
       {error ? (
         <div className="sidebar-error" role="alert">
           {error}
