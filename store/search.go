@@ -24,10 +24,10 @@ const (
 	markClose = '\uE001'
 )
 
-// substringBonus is what a substring match adds to a hit's score: enough
-// to rank a name found inside an identifier above nothing, less than a
-// word match.
-const substringBonus = 0.01
+// substringScore is the score of a hit found only as a substring (a part
+// of an identifier); a word match scores it plus its ts_rank, so it ranks
+// above every substring-only hit.
+const substringScore = 0.001
 
 // maxSnippetRunes caps a snippet.
 const maxSnippetRunes = 320
@@ -60,11 +60,25 @@ func parseSearch(text string) searchTerms {
 		web = append(web, f)
 	}
 	t.web = strings.Join(web, " ")
-	one := strings.TrimRight(strings.TrimSpace(text), "*")
-	if !strings.ContainsAny(one, "\" \t\n\r") && !strings.HasPrefix(one, "-") && utf8.RuneCountInString(one) >= 3 {
+	one := strings.TrimSpace(text)
+	if !strings.ContainsAny(one, "\"* \t\n\r") && !strings.HasPrefix(one, "-") && utf8.RuneCountInString(one) >= 3 && codeLike(one) {
 		t.substr = one
 	}
 	return t
+}
+
+// codeLike says whether a word looks like a name in code: an upper-case
+// letter after its first character (parseConfig), a digit, or one of
+// _ . : / - # @ $ (read_file, os.Open, v2). Only such a word is also
+// looked for as a substring: looking for a plain word inside every
+// message that holds it as a word would read each of them.
+func codeLike(s string) bool {
+	for i, r := range s {
+		if (i > 0 && unicode.IsUpper(r)) || unicode.IsDigit(r) || strings.ContainsRune("_.:/-#@$", r) {
+			return true
+		}
+	}
+	return false
 }
 
 // wordChars keeps the letters, digits and underscores of s, so that it is
@@ -115,16 +129,24 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 	score := "ts_rank(c.search_tsv, " + tsqExpr + ", 1)"
 	substrArg := "''"
 	if t.substr != "" {
+		// A word match ranks above any substring match; the substring is
+		// not looked for again in a word match (that would read the
+		// message's text for every hit of a common word).
 		substrArg = a.add(t.substr)
 		pat := a.add("%" + likeEscape(t.substr) + "%")
 		like := "checkpoint_search_text(c.content) ILIKE " + pat
+		score = "CASE WHEN " + match + " THEN " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " + " + score +
+			" ELSE " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " END"
 		match = "(" + match + " OR " + like + ")"
-		score += " + CASE WHEN " + like + " THEN " + strconv.FormatFloat(substringBonus, 'f', -1, 64) + " ELSE 0 END"
 	}
-	where := []string{"t.caller = " + callerArg, match}
+	// The caller's threads are read first, as one array: the checkpoints
+	// are then one bitmap scan of the thread index ANDed with the search
+	// indexes, each index read once whatever the number of threads.
+	threads := "SELECT id FROM threads WHERE caller = " + callerArg
 	if q.Title != "" {
-		where = append(where, "t.title ILIKE "+a.add("%"+likeEscape(q.Title)+"%"))
+		threads += " AND title ILIKE " + a.add("%"+likeEscape(q.Title)+"%")
 	}
+	where := []string{"c.thread_id = ANY (ARRAY(" + threads + "))", match}
 	if !q.From.IsZero() {
 		where = append(where, "c.created_at >= "+a.add(q.From.UTC()))
 	}
@@ -148,12 +170,13 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 		window = `CASE WHEN strpos(lower(d.doc), lower(` + substrArg + `)) > 0 THEN substr(d.doc, greatest(1, strpos(lower(d.doc), lower(` +
 			substrArg + `)) - 80), 200) ELSE '' END`
 	}
-	sql := `SELECT p.thread_id, p.title, p.id, p.role, p.created_at, p.score, ` + headline + `, ` + window + `
+	sql := `SELECT p.thread_id, t.title, p.id, p.role, p.created_at, p.score, ` + headline + `, ` + window + `
 	FROM (SELECT s.* FROM (
-		SELECT c.thread_id, t.title, c.id, c.role, c.created_at, c.content, (` + score + `)::real AS score
-		FROM checkpoints c JOIN threads t ON t.id = c.thread_id
+		SELECT c.thread_id, c.id, c.role, c.created_at, c.content, (` + score + `)::real AS score
+		FROM checkpoints c
 		WHERE ` + strings.Join(where, " AND ") + `
-	) s WHERE ` + keyset + ` ORDER BY s.score DESC, s.created_at DESC, s.id DESC LIMIT ` + limit + `) p,
+	) s WHERE ` + keyset + ` ORDER BY s.score DESC, s.created_at DESC, s.id DESC LIMIT ` + limit + `) p
+	JOIN threads t ON t.id = p.thread_id AND t.caller = ` + callerArg + `,
 	LATERAL (SELECT checkpoint_search_text(p.content) AS doc) d
 	ORDER BY p.score DESC, p.created_at DESC, p.id DESC`
 	return sql, a, len(tsq) > 0 || t.substr != ""

@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/floor"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/load"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/peer"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/searchbench"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func main() {
 	}
 }
 
-const usage = `usage: threadline-bench peer|load|floor [flags]
+const usage = `usage: threadline-bench peer|load|floor|search [flags]
 
   peer   the workload of the peer comparison (PEER_WORKLOAD.md): turns, forks,
          edits, snapshots, history, bytes per turn and tokens/s, in-process
@@ -43,6 +44,9 @@ const usage = `usage: threadline-bench peer|load|floor [flags]
   floor  the floor under load (what load --floor starts): the same stream
          endpoints kept in memory, no database, no durability; not a service
          to deploy
+  search GET /search's query over a corpus it builds (threads with
+         branches, prose and code): latency per kind of query, index bytes
+         per message, and what the index adds to a turn's writes
 
 Run peer or load with --help to list its settings.
 `
@@ -60,6 +64,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return load.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "floor":
 		return floor.Serve(ctx, args[1:], getenv, stderr)
+	case "search":
+		return searchbench.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

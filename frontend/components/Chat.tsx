@@ -33,7 +33,7 @@ function useThreadTitle(threadId: string): string | null {
 }
 
 export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
-  const { runtime, notice, dismissNotice, notFound, loaded, headId, setHead } = useThreadlineRuntime(threadId);
+  const { runtime, notice, dismissNotice, notFound, loaded, repository, setHead } = useThreadlineRuntime(threadId);
   const title = useThreadTitle(threadId);
   // The browser tab says which conversation it is.
   useDocumentTitle(notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline");
@@ -43,7 +43,7 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
       <AssistantRuntimeProvider runtime={runtime}>
         <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={<ModelPicker />} />
         <Suspense fallback={null}>
-          <SearchFocus loaded={loaded} headId={headId} setHead={setHead} />
+          <SearchFocus loaded={loaded} repository={repository} setHead={setHead} />
         </Suspense>
       </AssistantRuntimeProvider>
     </ThreadIdContext.Provider>

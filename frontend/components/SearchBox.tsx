@@ -135,7 +135,8 @@ export const SearchBox: FC = () => {
               >
                 <input
                   ref={input}
-                  type="search"
+                  type="text"
+                  enterKeyHint="search"
                   className="search-input"
                   data-testid="search-input"
                   aria-label="Search messages"

@@ -1,37 +1,42 @@
 "use client";
 
-// Opens a search result: /chat/{thread}?m={message} makes the message the
-// head (the branch shown is the path from the root to it), scrolls to it
-// and highlights it briefly, then drops ?m= from the address.
+// Opens a search result: /chat/{thread}?m={message} shows the branch
+// through the message (down to the newest leaf below it, as the service
+// resolves a head), scrolls to the message and highlights it briefly, then
+// drops ?m= from the address.
 
 import { useSearchParams } from "next/navigation";
 import { useEffect, useRef, type FC } from "react";
+import { branchTo } from "@/lib/search";
+import type { WireRepository } from "@/lib/types";
 
 /** How long the found message stays highlighted. */
 const HIGHLIGHT_MS = 2500;
 
-export const SearchFocus: FC<{ loaded: boolean; headId: string | null; setHead: (id: string) => void }> = ({
+export const SearchFocus: FC<{ loaded: boolean; repository: WireRepository; setHead: (id: string) => void }> = ({
   loaded,
-  headId,
+  repository,
   setHead,
 }) => {
   const target = useSearchParams().get("m");
   const done = useRef<string | null>(null);
+  const branch = loaded && target ? branchTo(repository, target) : null;
+  const leaf = branch?.leaf ?? null;
+  const depth = branch?.depth ?? -1;
 
-  // Once the thread is loaded, the message becomes the head.
+  // Once the thread is loaded, the message's branch is shown.
   useEffect(() => {
-    if (loaded && target && done.current !== target && headId !== target) setHead(target);
-  }, [loaded, target, headId, setHead]);
+    if (leaf && done.current !== target && repository.headId !== leaf) setHead(leaf);
+  }, [leaf, target, repository.headId, setHead]);
 
-  // Once it is the head, it is the last message shown: scroll to it.
+  // Once it is, scroll to the message: the depth-th message of the path.
   useEffect(() => {
-    if (!loaded || !target || headId !== target || done.current === target) return;
-    done.current = target;
+    if (!leaf || !target || repository.headId !== leaf || done.current === target) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const frame = requestAnimationFrame(() => {
-      const shown = document.querySelectorAll<HTMLElement>(".thread-viewport .message");
-      const el = shown[shown.length - 1];
+      const el = document.querySelectorAll<HTMLElement>(".thread-viewport .message")[depth];
       if (!el) return;
+      done.current = target;
       el.setAttribute("data-search-hit", target);
       el.scrollIntoView({ block: "center" });
       timer = setTimeout(() => el.removeAttribute("data-search-hit"), HIGHLIGHT_MS);
@@ -43,6 +48,6 @@ export const SearchFocus: FC<{ loaded: boolean; headId: string | null; setHead: 
       cancelAnimationFrame(frame);
       if (timer) clearTimeout(timer);
     };
-  }, [loaded, target, headId]);
+  }, [leaf, depth, target, repository.headId]);
   return null;
 };

@@ -57,7 +57,7 @@ export function useThreadlineRuntime(threadId: string) {
     running,
     loaded,
     notFound,
-    headId: chat.repository.headId,
+    repository: chat.repository,
     setHead: controller.setHead,
   };
 }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { browserSuite } from "./harness.mjs";
-import { norm, poll, seriousViolations, userMessages } from "./helpers.mjs";
+import { assistantMessages, norm, poll, seriousViolations, userMessages } from "./helpers.mjs";
 
 /** A thread whose first message was edited: the word is only on the hidden branch. */
 async function editedThread(ctx, word) {
@@ -46,14 +46,18 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await result.click();
     await page.waitForURL(`**/chat/${threadId}**`);
     await dialog.waitFor({ state: "hidden" });
-    const last = userMessages(page).last();
-    await poll(async () => norm(await last.innerText()).includes(word), { message: "the found message is shown" });
-    await poll(async () => (await last.getAttribute("data-search-hit")) === first, { message: "the found message highlighted" });
-    assert.ok(await last.isVisible(), "scrolled into view");
+    // The branch through the found message, down to its reply, is shown.
+    const found = userMessages(page).first();
+    await poll(async () => norm(await found.innerText()).includes(word), { message: "the found message is shown" });
+    await poll(async () => (await found.getAttribute("data-search-hit")) === first, { message: "the found message highlighted" });
+    assert.ok(await found.isVisible(), "scrolled into view");
+    assert.equal(await assistantMessages(page).count(), 1, "its reply below it");
     assert.equal(norm(await page.getByTestId("branch-count").first().innerText()), "1 / 2", "the first of two branches");
     await poll(async () => !page.url().includes("?m="), { message: "?m= dropped from the address" });
-    await poll(async () => (await ctx.snapshot(threadId)).messageRepository.headId === first, { message: "the branch stored as head" });
-    await poll(async () => (await last.getAttribute("data-search-hit")) === null, { message: "the highlight fades", timeout: 10_000 });
+    await poll(async () => (await ctx.snapshot(threadId)).messages.some((m) => m.id === first), { message: "the branch stored as head" });
+    await poll(async () => (await found.getAttribute("data-search-hit")) === null, { message: "the highlight fades", timeout: 10_000 });
+    await page.reload();
+    await poll(async () => norm(await userMessages(page).first().innerText()).includes(word), { message: "the branch kept on reload" });
   });
 
   test("the sidebar's button, no results, Escape", async ({ page, ctx }) => {
