@@ -10,9 +10,9 @@ import (
 type SearchQuery struct {
 	// Text is what was typed: words (stemmed, in any order), "quoted
 	// phrases", -excluded words, `or`, and prefixes (conf*). One word of
-	// three characters or more is also matched as a case-insensitive
-	// substring, so names and code are found by a part (ConfigFile finds
-	// parseConfigFile).
+	// three characters or more that looks like code (camelCase, a digit,
+	// _ . : / - # @ $) is also matched as a case-insensitive substring, so
+	// names are found by a part (ConfigFile finds parseConfigFile).
 	Text string
 	// Title, when not empty, keeps threads whose title holds it
 	// (case-insensitive).
