@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
 .PHONY: build run run-replicas test check test-go test-fuzz test-frontend test-failover \
-	bench bench-load bench-go pg-start pg-stop
+	bench bench-load bench-search bench-go pg-start pg-stop
 
 # bin/threadline (the service) and bin/threadline-bench (the benchmarks).
 build:
@@ -50,6 +50,9 @@ bench: build
 
 bench-load: build
 	.ci/with-pg bin/threadline-bench load
+
+bench-search: build
+	.ci/with-pg bin/threadline-bench search
 
 # The hot-path Go benchmarks, 6 runs each for benchstat.
 bench-go:

@@ -103,6 +103,8 @@ type Config struct {
 	// Shares, when set, serves share links (/shares and
 	// /threads/{thread_id}/shares).
 	Shares ShareStore
+	// Search, when set, serves GET /api/v1/search.
+	Search SearchStore
 }
 
 // Server is the HTTP API.
@@ -264,6 +266,9 @@ func New(svc *engine.Service, cfg Config) *Server {
 	v1.GET("/ui/chat/:id/stream", s.uiChatStream, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)
+	if cfg.Search != nil {
+		v1.GET("/search", s.search, mw...)
+	}
 	if cfg.Attachments != nil {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)

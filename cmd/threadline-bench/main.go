@@ -19,6 +19,7 @@ import (
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/load"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/peer"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/transfer"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/searchbench"
 )
 
 func main() {
@@ -33,7 +34,7 @@ func main() {
 	}
 }
 
-const usage = `usage: threadline-bench peer|load|floor|import [flags]
+const usage = `usage: threadline-bench peer|load|floor|import|search [flags]
 
   peer   the workload of the peer comparison (PEER_WORKLOAD.md): turns, forks,
          edits, snapshots, history, bytes per turn and tokens/s, in-process
@@ -46,6 +47,9 @@ const usage = `usage: threadline-bench peer|load|floor|import [flags]
          to deploy
   import the import and export of a generated ChatGPT export (--size bytes):
          messages a second and peak heap; prints one JSON object
+  search GET /search's query over a corpus it builds (threads with
+         branches, prose and code): latency per kind of query, index bytes
+         per message, and what the index adds to a turn's writes
 
 Run peer or load with --help to list its settings.
 `
@@ -65,6 +69,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return floor.Serve(ctx, args[1:], getenv, stderr)
 	case "import":
 		return transfer.Run(ctx, args[1:], getenv, stdout, stderr)
+	case "search":
+		return searchbench.Run(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,12 +1,13 @@
 "use client";
 
 import { AssistantRuntimeProvider } from "@assistant-ui/react";
-import { useEffect, useState, type FC } from "react";
+import { Suspense, useEffect, useState, type FC } from "react";
 import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { ThreadIdContext } from "./context";
 import { ExportMenu } from "./LibraryActions";
 import { ModelPicker } from "./ModelPicker";
+import { SearchFocus } from "./SearchFocus";
 import { Thread } from "./Thread";
 import { useDocumentTitle } from "./useDocumentTitle";
 import { useThreadlineRuntime } from "./useThreadlineRuntime";
@@ -33,7 +34,7 @@ function useThreadTitle(threadId: string): string | null {
 }
 
 export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
-  const { runtime, notice, dismissNotice, notFound } = useThreadlineRuntime(threadId);
+  const { runtime, notice, dismissNotice, notFound, loaded, repository, setHead } = useThreadlineRuntime(threadId);
   const title = useThreadTitle(threadId);
   // The browser tab says which conversation it is.
   useDocumentTitle(notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline");
@@ -47,6 +48,9 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
               <ExportMenu threadId={threadId} />
             </>
           } />
+        <Suspense fallback={null}>
+          <SearchFocus loaded={loaded} repository={repository} setHead={setHead} />
+        </Suspense>
       </AssistantRuntimeProvider>
     </ThreadIdContext.Provider>
   );

@@ -12,6 +12,7 @@ import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api
 import { groupByDate } from "@/lib/dates";
 import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
+import { SearchBox } from "./SearchBox";
 import type { ThreadSummary } from "@/lib/types";
 import { ImportButton } from "./LibraryActions";
 
@@ -120,6 +121,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
           New chat
         </Link>
       </div>
+      <SearchBox />
       {error ? (
         <div className="sidebar-error" role="alert">
           {error}

@@ -50,7 +50,16 @@ export function useThreadlineRuntime(threadId: string) {
     return () => controller.stop();
   }, [controller]);
 
-  return { runtime, notice: chat.notice, dismissNotice: controller.dismissNotice, running, loaded, notFound };
+  return {
+    runtime,
+    notice: chat.notice,
+    dismissNotice: controller.dismissNotice,
+    running,
+    loaded,
+    notFound,
+    repository: chat.repository,
+    setHead: controller.setHead,
+  };
 }
 
 /** The model a "regenerate with…" asked for (runConfig.custom.model). */
