@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/trace"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config tunes a Service. Zero values take the defaults in parentheses.

@@ -158,6 +158,8 @@ func modelParts(name string) (provider, model string) {
 		return semconv.GenAIProviderNameOpenAI.Value.AsString(), m
 	case "anthropic":
 		return semconv.GenAIProviderNameAnthropic.Value.AsString(), m
+	case "builtin":
+		return agentName, m
 	case "googleai":
 		return semconv.GenAIProviderNameGCPGemini.Value.AsString(), m
 	}
