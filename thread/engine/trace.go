@@ -22,8 +22,8 @@ import (
 // model's reply, an agent's step) a "chat {model}" child of it; each tool
 // call an "execute_tool {tool}" child of the step that asked for it
 // (parallel calls are siblings), or of the run for the calls a
-// continuation runs before its first step. Without a tracer the spans are
-// the noop tracer's and no attribute is built.
+// continuation runs before its first step. Without a tracer every span is
+// the noop tracer's: nothing is allocated and no attribute is built.
 
 // agentName names Threadline's own agent loop in its spans.
 const agentName = "threadline"
@@ -35,20 +35,24 @@ const (
 	attrRunStatus = attribute.Key("threadline.run.status")
 )
 
-// noopTracer is the tracer of a Service configured without one.
-var noopTracer = noop.NewTracerProvider().Tracer("")
+// noSpan is the noop tracer's span, what every span is without a tracer:
+// it records nothing, and starting it costs nothing (no context is made).
+var noSpan = func() trace.Span {
+	_, span := noop.NewTracerProvider().Tracer("").Start(context.Background(), "")
+	return span
+}()
 
-// tracer returns the configured tracer or the noop one.
-func (s *Service) tracer() trace.Tracer {
-	if s.cfg.Tracer != nil {
-		return s.cfg.Tracer
+// start starts a span of kind named name under ctx's span.
+func (s *Service) start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if s.cfg.Tracer == nil {
+		return ctx, noSpan
 	}
-	return noopTracer
+	return s.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(kind))
 }
 
 // startRunSpan starts run r's invoke_agent span.
 func (s *Service) startRunSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
-	ctx, span := s.tracer().Start(ctx, "invoke_agent "+agentName, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := s.start(ctx, "invoke_agent "+agentName, trace.SpanKindInternal)
 	if span.IsRecording() {
 		provider, reqModel := modelParts(r.Model)
 		span.SetAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(agentName),
@@ -85,8 +89,11 @@ func failRunSpan(span trace.Span, errType, msg string) {
 
 // startChatSpan starts the span of one model call of run r.
 func (s *Service) startChatSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
+	if s.cfg.Tracer == nil {
+		return ctx, noSpan
+	}
 	provider, reqModel := modelParts(r.Model)
-	ctx, span := s.tracer().Start(ctx, "chat "+reqModel, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := s.start(ctx, "chat "+reqModel, trace.SpanKindClient)
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider),
 			semconv.GenAIRequestModel(reqModel), semconv.GenAIConversationID(r.ThreadID.String()),
@@ -122,7 +129,10 @@ func endChatSpan(ctx context.Context, span trace.Span, res step.Result, err erro
 
 // startToolSpan starts the span of one server tool call.
 func (s *Service) startToolSpan(ctx context.Context, c pendingCall) (context.Context, trace.Span) {
-	ctx, span := s.tracer().Start(ctx, "execute_tool "+c.name, trace.WithSpanKind(trace.SpanKindInternal))
+	if s.cfg.Tracer == nil {
+		return ctx, noSpan
+	}
+	ctx, span := s.start(ctx, "execute_tool "+c.name, trace.SpanKindInternal)
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.name),
 			semconv.GenAIToolCallID(c.id), semconv.GenAIToolTypeKey.String("function"))
