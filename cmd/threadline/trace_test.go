@@ -182,3 +182,24 @@ func keys(m map[string][]*tracepb.Span) map[string]int {
 	}
 	return out
 }
+
+// TestTracesOn: traces are on with either OTLP endpoint variable, unless
+// the SDK is disabled or the traces exporter is none.
+func TestTracesOn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "TRUE"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "false"}, true},
+	} {
+		if got := tracesOn(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("tracesOn(%v): got %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}

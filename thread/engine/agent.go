@@ -303,9 +303,9 @@ func (t *turnRun) raw(c pendingCall, res tool.Result) {
 
 // callTool runs one server tool call as the run allows it.
 func (s *Service) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
-	ctx, span := s.startToolSpan(ctx, c)
-	res := s.runTool(ctx, cfg, c)
-	endToolSpan(span, res)
+	tctx, span := s.startToolSpan(ctx, c)
+	res := s.runTool(tctx, cfg, c)
+	endToolSpan(ctx, span, res)
 	return res
 }
 

@@ -142,9 +142,9 @@ func (s *Service) startToolSpan(ctx context.Context, c pendingCall) (context.Con
 
 // endToolSpan ends a tool call's span: a result the tool marked as an
 // error is an error of type tool_error (its value, which is content, is
-// not recorded).
-func endToolSpan(span trace.Span, res tool.Result) {
-	if res.IsError && span.IsRecording() {
+// not recorded); a call the run's cancel stopped is not.
+func endToolSpan(ctx context.Context, span trace.Span, res tool.Result) {
+	if res.IsError && ctx.Err() == nil && span.IsRecording() {
 		spanError(span, "tool_error", "the tool answered with an error")
 	}
 	span.End()

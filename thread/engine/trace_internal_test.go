@@ -34,7 +34,7 @@ func BenchmarkRunSpans(b *testing.B) {
 				endChatSpan(ctx, chat, step.Result{PromptTokens: 10, CompletionTokens: 20, StopReason: step.StopToolCalls}, nil)
 				for _, c := range []pendingCall{{id: "c1", name: "calculator"}, {id: "c2", name: "clock"}} {
 					_, span := s.startToolSpan(sctx, c)
-					endToolSpan(span, tool.Result{})
+					endToolSpan(sctx, span, tool.Result{})
 				}
 				endRunSpan(run, thread.RunSucceeded, thread.ModelResult{PromptTokens: 10, CompletionTokens: 20}, nil)
 				run.End()

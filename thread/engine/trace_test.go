@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -53,16 +54,22 @@ func traceSetup(t *testing.T, m thread.Model, cfg engine.Config) (*engine.Servic
 func runSpans(t *testing.T, svc *engine.Service, exp *tracetest.InMemoryExporter, text string) (*thread.Run, tracetest.SpanStubs) {
 	t.Helper()
 	_, r, _ := runAgent(t, svc, text, thread.RunConfig{})
+	return r, waitSpans(t, exp)
+}
+
+// waitSpans returns the spans once the run's invoke_agent span has ended.
+func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		spans := exp.GetSpans()
 		if len(named(spans, "invoke_agent threadline")) == 1 {
-			return r, spans
+			return spans
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no invoke_agent span within 30 s; got %d spans", len(exp.GetSpans()))
-	return nil, nil
+	return nil
 }
 
 func named(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
@@ -235,4 +242,36 @@ func TestTraceFailures(t *testing.T) {
 		}
 		hasAttrs(t, one(t, spans, "invoke_agent threadline"), attribute.String("threadline.run.status", "failed"))
 	})
+}
+
+// TestTraceCancel: a run cancelled during a tool call ends its spans
+// without an error: the tool's and the run's status stay unset, the run
+// says it was cancelled.
+func TestTraceCancel(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return tool.Result{}, ctx.Err()
+	}}
+	m := &agentScript{steps: [][]step.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
+	svc, exp := traceSetup(t, m, engine.Config{Tools: registry(t, block)})
+	tid := uuid.New()
+	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("block")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, done := live(svc, r)
+	<-started
+	if err := svc.CancelRun(context.Background(), "local", tid, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	rest(t, evs, done)
+	spans := waitSpans(t, exp)
+	run, tl := one(t, spans, "invoke_agent threadline"), one(t, spans, "execute_tool block")
+	hasAttrs(t, run, attribute.String("threadline.run.status", "cancelled"))
+	if run.Status.Code != codes.Unset || tl.Status.Code != codes.Unset {
+		t.Errorf("status: run %+v, tool %+v; want both unset", run.Status, tl.Status)
+	}
 }
