@@ -108,8 +108,8 @@ func hasAttrs(t *testing.T, span tracetest.SpanStub, want ...attribute.KeyValue)
 		got[kv.Key] = kv.Value
 	}
 	for _, w := range want {
-		if g, ok := got[w.Key]; !ok || g.Emit() != w.Value.Emit() {
-			t.Errorf("%s: %s: got %q (set %v), want %q", span.Name, w.Key, g.Emit(), ok, w.Value.Emit())
+		if g, ok := got[w.Key]; !ok || g.String() != w.Value.String() {
+			t.Errorf("%s: %s: got %q (set %v), want %q", span.Name, w.Key, g.String(), ok, w.Value.String())
 		}
 	}
 }
