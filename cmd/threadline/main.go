@@ -377,6 +377,7 @@ type Program struct {
 	ln      net.Listener
 	serveCh chan error
 	profile *os.File
+	traces  *tracing
 	// notifier is the process's LISTEN and presence connection.
 	notifier *store.Notifier
 }
@@ -439,6 +440,13 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	reg := prometheus.NewRegistry()
 	api.RegisterPoolStats(reg, func() api.PoolStats { return st.Pool().Stat() })
 	hub := stream.New[thread.Event](1024)
+	traces, err := newTracing(ctx, cfg.Getenv)
+	if err != nil {
+		notifier.Stop()
+		closeMCP(servers)
+		st.Close()
+		return nil, err
+	}
 	var srv *api.Server
 	svc := engine.New(st, hub, models, st, engine.Config{
 		Owner:       owner,
@@ -449,6 +457,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
 		Tools:       tools,
+		Tracer:      traces.tracer(),
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
@@ -476,6 +485,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		_ = traces.shutdown(ctx)
 		notifier.Stop()
 		closeMCP(servers)
 		st.Close()
@@ -483,13 +493,14 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	}
 	ln = api.LimitListener(ln, cfg.MaxConns)
 	p := &Program{cfg: cfg, log: log, store: st, svc: svc, models: models, tools: tools, mcp: servers, ln: ln, serveCh: make(chan error, 1),
-		http: httpServer(cfg, srv, log)}
+		http: httpServer(cfg, srv, log), traces: traces}
 	if cfg.CPUProfile != "" {
 		if p.profile, err = os.Create(cfg.CPUProfile); err == nil {
 			err = pprof.StartCPUProfile(p.profile)
 		}
 		if err != nil {
 			ln.Close()
+			_ = traces.shutdown(ctx)
 			notifier.Stop()
 			closeMCP(servers)
 			st.Close()
@@ -580,7 +591,7 @@ func (p *Program) Close() error {
 	}
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer hcancel()
-	err := p.http.Shutdown(hctx)
+	err := errors.Join(p.traces.shutdown(hctx), p.http.Shutdown(hctx)) // the runs' spans have ended
 	p.notifier.Stop()
 	p.store.Close()
 	if p.profile != nil {

@@ -22,6 +22,8 @@ type turnRun struct {
 	tree *checkpoint.Tree // the thread as the run's snapshots show it
 	seq  int64
 	fold thread.Turn
+	// ctx is the run's context with its span.
+	ctx context.Context
 	// ids maps this step's call ids as the model named them to the ids
 	// logged (a provider may reuse an id of an earlier step); opened lists
 	// the logged ids in the order the calls opened.
@@ -102,16 +104,20 @@ func (t *turnRun) callID(id string) string {
 // result when the run ends otherwise (an error, a cancel) is answered as
 // an error, so the turn shows no call running.
 func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg thread.RunConfig) (thread.ModelResult, error) {
-	ctx := t.ar.ctx
+	ctx := t.ctx
 	st, ok := m.(thread.Stepper)
 	if !ok {
-		return m.Stream(ctx, req, func(tok string) error {
+		cctx, span := s.startChatSpan(ctx, t.ar.run)
+		res, err := m.Stream(cctx, req, func(tok string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			t.add(thread.Record{Kind: thread.KindToken, Text: thread.Storable(tok)})
 			return nil
 		})
+		endChatSpan(ctx, span, step.Result{Model: res.Model, StopReason: res.StopReason,
+			PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}, err)
+		return res, err
 	}
 	sreq := stepRequest(req, s.runTools(cfg))
 	if s.cfg.Raw != nil {
@@ -133,7 +139,9 @@ func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg
 	for n := 1; ; n++ {
 		t.ids, t.opened = map[string]string{}, nil
 		sreq.Messages = t.messages(base)
-		sres, err := st.StreamStep(ctx, sreq, t.onDelta)
+		sctx, span := s.startChatSpan(ctx, t.ar.run)
+		sres, err := st.StreamStep(sctx, sreq, t.onDelta)
+		endChatSpan(ctx, span, sres, err)
 		sreq.Approvals = nil
 		res = addStep(res, sres)
 		if err != nil {
@@ -156,7 +164,7 @@ func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg
 		}
 		run, waiting := t.s.partition(cfg, t.stepCalls())
 		if len(run) > 0 {
-			if err := t.runCalls(ctx, cfg, run); err != nil {
+			if err := t.runCalls(sctx, cfg, run); err != nil {
 				t.answerAll(unrunReason(ctx))
 				return res, err
 			}
@@ -295,6 +303,13 @@ func (t *turnRun) raw(c pendingCall, res tool.Result) {
 
 // callTool runs one server tool call as the run allows it.
 func (s *Service) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+	tctx, span := s.startToolSpan(ctx, c)
+	res := s.runTool(tctx, cfg, c)
+	endToolSpan(ctx, span, res)
+	return res
+}
+
+func (s *Service) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
 	if s.cfg.Tools == nil || !cfg.Allows(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}

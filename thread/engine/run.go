@@ -43,7 +43,9 @@ func (s *Service) publish(w *logWriter, batch []thread.Record, since time.Time) 
 func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate, started chan<- error) {
 	r := ar.run
 	w := ar.log
-	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: seeded(r, tree)}
+	ctx, span := s.startRunSpan(ar.ctx, r)
+	defer span.End()
+	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: seeded(r, tree), ctx: ctx}
 	firstRec := firstRecord(r)
 	firstEv := thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &thread.Snapshot{
 		ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: tree, Running: runningNode(r, tree, t.fold.Content()), Head: r.MessageID}}
@@ -86,10 +88,12 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 	tail := w.Stop()
 	all := w.All()
 	if w.Failed() {
+		failRunSpan(span, "start_not_written", "the run's start could not be written")
 		s.hub.End(r.ID) // nothing was published
 		return
 	}
 	if !ar.end() {
+		failRunSpan(span, "claim_lost", "the run lost its claim")
 		// Recovery elsewhere took the run over: it ends it from the log,
 		// which holds everything published here. Followers here read it
 		// there once their subscriptions end.
@@ -99,6 +103,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 	}
 
 	status, st, runErr := endStatus(ar, res, err)
+	endRunSpan(span, status, res, runErr)
 	if runErr != nil {
 		st = &checkpoint.Status{Type: "incomplete", Reason: "error", Error: runErr.Message}
 		errRec := thread.Record{Seq: t.seq + 1, Kind: thread.KindError, Text: runErr.Message, Code: runErr.Code}

@@ -11,6 +11,7 @@ import (
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config tunes a Service. Zero values take the defaults in parentheses.
@@ -57,6 +58,9 @@ type Config struct {
 	// may fall behind that run's reader in this process before it is
 	// dropped and reads the log itself (1024; relay.go).
 	RelayBuffer int
+	// Tracer, when set, records every run as OpenTelemetry spans (trace.go);
+	// nil: the noop tracer, which records nothing.
+	Tracer trace.Tracer
 }
 
 // Service is the thread and run API over a Store, a Hub and Models.
