@@ -158,43 +158,7 @@ const retryAfterSeconds = 1
 
 // New builds the server and its routes.
 func New(svc *engine.Service, cfg Config) *Server {
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 1 << 20
-	}
-	if cfg.MaxMessage <= 0 {
-		cfg.MaxMessage = 256 << 10
-	}
-	if cfg.MaxAttachment <= 0 {
-		cfg.MaxAttachment = 10 << 20
-	}
-	if len(cfg.AttachmentTypes) == 0 {
-		cfg.AttachmentTypes = DefaultAttachmentTypes
-	}
-	cfg.transferDefaults()
-	if cfg.MaxAttachments <= 0 {
-		cfg.MaxAttachments = 10
-	}
-	if cfg.MaxPage <= 0 || cfg.MaxPage > 100 {
-		cfg.MaxPage = 100
-	}
-	if cfg.StreamsPerCaller == 0 {
-		cfg.StreamsPerCaller = 256
-	}
-	if cfg.StreamsPerProcess == 0 {
-		cfg.StreamsPerProcess = 4096
-	}
-	if cfg.RejoinsPerRun == 0 {
-		cfg.RejoinsPerRun = 64
-	}
-	if cfg.StallTimeout == 0 {
-		cfg.StallTimeout = 30 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-	}
+	cfg.defaults()
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{echo: e, svc: svc, cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry), streams: newStreamCounts()}
@@ -223,28 +187,79 @@ func New(svc *engine.Service, cfg Config) *Server {
 	if cfg.AddrRateLimit > 0 {
 		s.addrs = newLimiters(cfg.AddrRateLimit, int(2*cfg.AddrRateLimit)+1)
 	}
+	if cfg.AuthFailures > 0 {
+		s.authFails = newLimiters(cfg.AuthFailRate, cfg.AuthFailures)
+	}
+	s.routes(e.Group("/api/v1"), s.middleware())
+	return s
+}
+
+// defaults fills the settings left zero.
+func (cfg *Config) defaults() {
+	setDefault(&cfg.MaxBody, 1<<20)
+	setDefault(&cfg.MaxMessage, 256<<10)
+	setDefault(&cfg.MaxAttachment, 10<<20)
+	if len(cfg.AttachmentTypes) == 0 {
+		cfg.AttachmentTypes = DefaultAttachmentTypes
+	}
+	cfg.transferDefaults()
+	setDefault(&cfg.MaxAttachments, 10)
+	if cfg.MaxPage <= 0 || cfg.MaxPage > 100 {
+		cfg.MaxPage = 100
+	}
+	if cfg.StreamsPerCaller == 0 {
+		cfg.StreamsPerCaller = 256
+	}
+	if cfg.StreamsPerProcess == 0 {
+		cfg.StreamsPerProcess = 4096
+	}
+	if cfg.RejoinsPerRun == 0 {
+		cfg.RejoinsPerRun = 64
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
 	if cfg.AuthFailures == 0 {
 		cfg.AuthFailures = 10
 	}
 	if cfg.AuthFailRate <= 0 {
 		cfg.AuthFailRate = 0.2
 	}
-	if cfg.AuthFailures > 0 {
-		s.authFails = newLimiters(cfg.AuthFailRate, cfg.AuthFailures)
+}
+
+// setDefault sets *v to def when it is zero or negative.
+func setDefault[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
-	s.cfg = cfg
+}
+
+// middleware is every authenticated route's: the per-address limit, the
+// caller's key, and the per-caller rate when one is set.
+func (s *Server) middleware() []echo.MiddlewareFunc {
 	mw := []echo.MiddlewareFunc{s.limitAddr, s.authenticate}
-	if cfg.RateLimit > 0 {
+	if s.cfg.RateLimit > 0 {
 		mw = append(mw, middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 			Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-				Rate: rate.Limit(cfg.RateLimit), Burst: int(2*cfg.RateLimit) + 1, ExpiresIn: 3 * time.Minute}),
+				Rate: rate.Limit(s.cfg.RateLimit), Burst: int(2*s.cfg.RateLimit) + 1, ExpiresIn: 3 * time.Minute}),
 			IdentifierExtractor: func(c echo.Context) (string, error) { return caller(c), nil },
 			DenyHandler: func(c echo.Context, _ string, _ error) error {
 				return errcode.New(errcode.RateLimited, "too many requests for this caller; retry in a second")
 			},
 		}))
 	}
-	v1 := e.Group("/api/v1")
+	return mw
+}
+
+// routes adds the /api/v1 routes, each with mw; a route whose store is
+// not configured is left out.
+func (s *Server) routes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
 	v1.POST("/threads", s.createThread, mw...)
 	v1.GET("/threads", s.listThreads, mw...)
 	v1.GET("/threads/:thread_id", s.getThread, mw...)
@@ -257,7 +272,7 @@ func New(svc *engine.Service, cfg Config) *Server {
 	v1.GET("/threads/:thread_id/runs/:run_id/stream", s.rejoinRun, mw...)
 	v1.POST("/threads/:thread_id/runs/:run_id/cancel", s.cancelRun, mw...)
 	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
-	if cfg.Raw != nil {
+	if s.cfg.Raw != nil {
 		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
 	}
 	s.transferRoutes(v1, mw)
@@ -266,17 +281,16 @@ func New(svc *engine.Service, cfg Config) *Server {
 	v1.GET("/ui/chat/:id/stream", s.uiChatStream, mw...)
 	v1.GET("/tools", s.listTools, mw...)
 	v1.GET("/limits", s.getLimits, mw...)
-	if cfg.Search != nil {
+	if s.cfg.Search != nil {
 		v1.GET("/search", s.search, mw...)
 	}
-	if cfg.Attachments != nil {
+	if s.cfg.Attachments != nil {
 		v1.POST("/attachments", s.uploadAttachment, mw...)
 		v1.GET("/attachments/:id", s.getAttachment, mw...)
 	}
-	if cfg.Shares != nil {
+	if s.cfg.Shares != nil {
 		s.shareRoutes(v1, mw)
 	}
-	return s
 }
 
 // shareRoutes adds the share links' routes. Reading a share and its
