@@ -18,6 +18,7 @@ import (
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 func withAPI(f func(*api.Config)) func(*options)        { return func(o *options) { o.api = f } }
@@ -184,7 +185,7 @@ func TestStreamsPerCaller(t *testing.T) {
 	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+run+"/stream", nil)
 	want429(t, resp, b) // a second rejoin of the run
 	rcancel()
-	waitFor(t, "the rejoin to close", func() bool { return e.streamsOpen() == 1 })
+	wait.Eventually(t, streamsBound, func() bool { return e.streamsOpen() == 1 }, "waited %v for the rejoin to close", streamsBound)
 	_, r2 := e.openStream(ctx, newID(), newMessage("long", nil))
 	nextEvent(t, r2)
 	_, rr = e.openRejoin(ctx, tid, run, 0) // the run's one rejoin again: three streams
@@ -193,15 +194,10 @@ func TestStreamsPerCaller(t *testing.T) {
 	want429(t, resp, b)
 }
 
-// waitFor polls cond every 20 ms for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	// Generous: under a loaded machine a cancelled query's connection is
-	// closed by pgx in the background for up to 15 s.
-	if !eventually(60*time.Second, cond) {
-		t.Fatalf("waited 60 s for %s", what)
-	}
-}
+// streamsBound bounds the wait for a stream's end to show, generously:
+// under a loaded machine a cancelled query's connection is closed by pgx
+// in the background for up to 15 s.
+const streamsBound = 60 * time.Second
 
 // streamsOpen reads threadline_streams_open from /metrics.
 func (e *env) streamsOpen() int {
@@ -256,7 +252,7 @@ func TestStalledReaderDropped(t *testing.T) {
 		ev := nextEvent(t, cr)
 		last = ev.Sequence
 	}
-	waitFor(t, "the stalled stream to be dropped", func() bool { return e.streamsOpen() == 0 })
+	wait.Eventually(t, streamsBound, func() bool { return e.streamsOpen() == 0 }, "waited %v for the stalled stream to be dropped", streamsBound)
 
 	// It comes back for the rest.
 	resp, b = e.do("GET", fmt.Sprintf("/api/v1/threads/%s/runs/%s/stream?after=%d", tid, first.RunID, last), nil)

@@ -19,7 +19,18 @@ import (
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
+
+// shutdownAtCleanup shuts svc down when the test ends, within a bound (its
+// store may be down by then).
+func shutdownAtCleanup(t *testing.T, svc *engine.Service) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		svc.Shutdown(ctx)
+	})
+}
 
 // closedPort returns a loopback port nothing listens on.
 func closedPort(t *testing.T) int {
@@ -55,6 +66,7 @@ func TestOutageEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
+	shutdownAtCleanup(t, svc)
 	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
@@ -132,6 +144,7 @@ func TestOutageRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
+	shutdownAtCleanup(t, svc)
 	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st}))
 	t.Cleanup(hs.Close)
 	e := &env{t: t, url: hs.URL}
@@ -157,17 +170,12 @@ func TestOutageRecovers(t *testing.T) {
 	t.Logf("database down: %d requests, %d served from memory, the rest 503", answered, served)
 
 	pg.Start()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	status := 0
+	wait.Eventually(t, 60*time.Second, func() bool {
 		resp, _ := e.do("GET", "/api/v1/threads", nil)
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database back: GET /threads still %d after 60 s", resp.StatusCode)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		status = resp.StatusCode
+		return status == http.StatusOK
+	}, "database back: GET /threads still %v after 60 s", func() any { return status })
 	resp, b = e.do("GET", "/api/v1/threads/"+tid, nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
 	_, evs = e.stream(tid, newMessage("after the outage", ptr(checkRun(t, evs).Messages[1].ID)))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // want503 checks an unavailable answer with Retry-After.
@@ -80,7 +81,7 @@ func TestRunsPerProcess(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("cancel: got %d %s, want 202", resp.StatusCode, b)
 	}
-	waitFor(t, "the cancelled run to make room", func() bool {
+	wait.Eventually(t, streamsBound, func() bool {
 		resp, r, b := e.open(ctx, "carol-key", "POST", third, long)
 		if resp.StatusCode == http.StatusOK {
 			nextEvent(t, r)
@@ -88,7 +89,7 @@ func TestRunsPerProcess(t *testing.T) {
 		}
 		want503(t, resp, b)
 		return false
-	})
+	}, "waited %v for the cancelled run to make room", streamsBound)
 }
 
 // TestStreamsPerProcess: the process's open streams are capped over all
@@ -117,7 +118,7 @@ func TestStreamsPerProcess(t *testing.T) {
 	want503(t, resp, b) // a rejoin is a stream too
 
 	bcancel()
-	waitFor(t, "the closed stream to free its slot", func() bool { return e.streamsOpen() == 1 })
+	wait.Eventually(t, streamsBound, func() bool { return e.streamsOpen() == 1 }, "waited %v for the closed stream to free its slot", streamsBound)
 	resp, r, b = e.open(ctx, "alice-key", "GET", rejoin, nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
 	if ev := nextEvent(t, r); ev.RunID != run {

@@ -9,10 +9,10 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // heapInuse is the heap in use after a collection.
@@ -89,10 +89,10 @@ func TestStalledRejoinersBounded(t *testing.T) {
 	}
 	bound := int64(rejoiners*perStream + slack)
 	var held int64
-	waitFor(t, fmt.Sprintf("the heap held by %d stalled rejoiners to fall under %d bytes", rejoiners, bound), func() bool {
+	wait.Eventually(t, streamsBound, func() bool {
 		held = heapInuse() - base
 		return held <= bound
-	})
+	}, "waited %v for the heap held by %d stalled rejoiners to fall under %d bytes", streamsBound, rejoiners, bound)
 	if n := e.streamsOpen(); n != rejoiners {
 		t.Fatalf("streams open while measured: got %d, want %d (all stalled, none done)", n, rejoiners)
 	}
@@ -102,29 +102,19 @@ func TestStalledRejoinersBounded(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitFor(t, "the streams to end", func() bool { return e.streamsOpen() == 0 })
+	wait.Eventually(t, streamsBound, func() bool { return e.streamsOpen() == 0 }, "waited %v for the streams to end", streamsBound)
 	// A few goroutines may come and go meanwhile that are not the streams'
 	// (the test client's keep-alive connection to /metrics, the pool's):
 	// a stalled stream that did not end would leave more than them.
-	if !eventually(60*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines+rejoiners/2 }) {
-		var dump strings.Builder
-		_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
-		t.Fatalf("goroutines: got %d 60 s after the streams ended, want at most %d; they are:\n%s",
-			runtime.NumGoroutine(), goroutines+rejoiners/2, dump.String())
-	}
-	waitFor(t, "the streams' memory to be freed", func() bool {
+	wait.Eventually(t, streamsBound, func() bool { return runtime.NumGoroutine() <= goroutines+rejoiners/2 },
+		"goroutines: got %v %v after the streams ended, want at most %d; they are:\n%v",
+		func() any { return runtime.NumGoroutine() }, streamsBound, goroutines+rejoiners/2, func() any {
+			var dump strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
+			return dump.String()
+		})
+	wait.Eventually(t, streamsBound, func() bool {
 		held = heapInuse() - base
 		return held <= slack
-	})
-}
-
-// eventually polls cond until it holds or d has passed, and says which.
-func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
+	}, "waited %v for the streams' memory to be freed", streamsBound)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 func TestRunNewMessage(t *testing.T) {
@@ -393,18 +394,14 @@ func TestCancel(t *testing.T) {
 
 func waitRun(t *testing.T, e *env, tid, runID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var run map[string]any
+	wait.Eventually(t, 20*time.Second, func() bool {
 		_, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+runID, nil)
-		var run map[string]any
+		run = nil
 		_ = json.Unmarshal(b, &run)
-		if run["status"] != "running" {
-			return run
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("run %s still running", runID)
-	return nil
+		return run["status"] != "running"
+	}, "run %s still running", runID)
+	return run
 }
 
 func TestDisconnectPolicies(t *testing.T) {
@@ -634,21 +631,16 @@ func TestTitleModel(t *testing.T) {
 	// last user message is the exchange.
 	reply := model.BuiltinText("hello there", 1, 8)
 	want := thread.TitleFrom(model.BuiltinText("User: hello there\n\nAssistant: "+reply, 0, 8))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var title *string
+	wait.Eventually(t, 10*time.Second, func() bool {
 		_, b := e.do("GET", "/api/v1/threads/"+tid, nil)
 		var th struct{ Title *string }
 		_ = json.Unmarshal(b, &th)
-		if th.Title != nil {
-			if *th.Title != want {
-				t.Fatalf("title: got %q, want the title model's %q", *th.Title, want)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("title: still none after 10s, want %q", want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		title = th.Title
+		return title != nil
+	}, "title: still none after 10s, want %q", want)
+	if *title != want {
+		t.Fatalf("title: got %q, want the title model's %q", *title, want)
 	}
 	// PATCH still overrides it.
 	resp, b := e.do("PATCH", "/api/v1/threads/"+tid, map[string]any{"title": "mine"})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // uiEvent is one server-sent event of a UI message stream.
@@ -265,26 +266,26 @@ func TestUIChatResume(t *testing.T) {
 	resp, b := e.do("GET", "/api/v1/ui/chat/"+chat+"/stream", nil)
 	wantStatus(t, resp, b, http.StatusNoContent, "")
 
-	posted := make(chan []byte, 1)
+	posted, postDone := make(chan []byte, 1), make(chan struct{})
 	go func() {
+		defer close(postDone)
 		_, b := e.do("POST", "/api/v1/ui/chat", map[string]any{"id": chat, "trigger": "submit-message", "messages": []any{userMsg(newID(), "hi")}})
 		posted <- b
 	}()
+	t.Cleanup(func() { <-postDone }) // the POST ends before the server does
 	var mid []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	wait.Eventually(t, 10*time.Second, func() bool {
 		resp, b := e.do("GET", "/api/v1/threads/"+chat+"/messages", nil)
 		var s snapshot
-		if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &s) == nil && s.ActiveRun != nil && s.ActiveRun.Sequence > 2 {
-			resp, mid = e.do("GET", "/api/v1/ui/chat/"+chat+"/stream", nil)
-			wantStatus(t, resp, mid, http.StatusOK, "")
-			checkUIHeaders(t, resp)
-			break
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &s) != nil || s.ActiveRun == nil || s.ActiveRun.Sequence <= 2 {
+			return false
 		}
-	}
+		resp, mid = e.do("GET", "/api/v1/ui/chat/"+chat+"/stream", nil)
+		wantStatus(t, resp, mid, http.StatusOK, "")
+		checkUIHeaders(t, resp)
+		return true
+	}, "the run ended before a resume could join it")
 	full := <-posted
-	if mid == nil {
-		t.Fatal("the run ended before a resume could join it")
-	}
 	if !bytes.Equal(mid, full) {
 		t.Fatalf("resumed mid-reply:\n%s\nwant what the POST wrote:\n%s", mid, full)
 	}
@@ -471,13 +472,11 @@ func TestUIChatCancelOnDisconnect(t *testing.T) {
 		var run struct {
 			Status string `json:"status"`
 		}
-		for deadline := time.Now().Add(20 * time.Second); run.Status != tc.want && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		wait.Eventually(t, 20*time.Second, func() bool {
 			_, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+rid, nil)
 			_ = json.Unmarshal(b, &run)
-			if run.Status != "running" && run.Status != tc.want {
-				break
-			}
-		}
+			return run.Status != "running"
+		}, "on_disconnect %q: run still %q after 20 s, want %q", tc.onDisconnect, func() any { return run.Status }, tc.want)
 		if run.Status != tc.want {
 			t.Errorf("on_disconnect %q: run ended %q, want %q", tc.onDisconnect, run.Status, tc.want)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // TestACPAgentOverHTTP wires --acp-config: an invalid file stops the
@@ -78,22 +79,16 @@ func TestACPAgentOverHTTP(t *testing.T) {
 	if !strings.Contains(last, `"run_status":"succeeded"`) || !strings.Contains(last, "successfully updated the configuration") {
 		t.Fatalf("continuation's last event: got %.500s, want succeeded with the agent's closing text", last)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var raw []byte
+	wait.Eventually(t, 20*time.Second, func() bool {
 		resp, err := http.Get(base + "/runs/" + first.RunID + "/raw")
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, _ := io.ReadAll(resp.Body)
+		raw, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(raw), `"kind":"sent"`) && strings.Contains(string(raw), `session/new`) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("raw records: got %.500s, want the session/new line sent", raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(string(raw), `"kind":"sent"`) && strings.Contains(string(raw), `session/new`)
+	}, "raw records: got %.500s, want the session/new line sent", func() any { return raw })
 }
 
 // post sends body and returns the NDJSON stream's lines.

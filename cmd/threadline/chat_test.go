@@ -14,6 +14,7 @@ import (
 
 	"github.com/threadline/threadline/api/client"
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // screen is a process in a pseudo-terminal and everything it wrote.
@@ -69,20 +70,20 @@ func (s *screen) text() string {
 // and returns what came between.
 func (s *screen) expect(want string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var between string
+	wait.Eventually(s.t, 30*time.Second, func() bool {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		out := s.buf.String()[s.mark:]
-		if i := strings.Index(out, want); i >= 0 {
-			s.mark += i + len(want)
-			s.mu.Unlock()
-			return out[:i]
+		i := strings.Index(out, want)
+		if i < 0 {
+			return false
 		}
-		s.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.t.Fatalf("the screen did not show %q after:\n%s", want, s.text()[s.mark:])
-	return ""
+		s.mark += i + len(want)
+		between = out[:i]
+		return true
+	}, "the screen did not show %q after:\n%s", want, func() any { return s.text()[s.mark:] })
+	return between
 }
 
 // send types a line.

@@ -24,6 +24,7 @@ import (
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // rawSink keeps the raw records runs hand the engine's sink.
@@ -596,11 +597,8 @@ func TestPermissionTimeout(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pid)
 	n, _ := strconv.Atoi(string(b))
-	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(n, 0) == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiting process was not killed after its permission_timeout")
-		}
-	}
+	wait.Eventually(t, 10*time.Second, func() bool { return syscall.Kill(n, 0) != nil },
+		"the waiting process was not killed after its permission_timeout")
 	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "p1", Approved: true}}})
 	st, _ := final(t, evs, r2)
 	if e := errorEvent(evs); st != thread.RunFailed || e == nil || !strings.Contains(e.Text, "is gone") {

@@ -332,7 +332,7 @@ func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 	for ev := next(t, evs); ev.Type != thread.KindToolCall; ev = next(t, evs) {
 	}
 	<-started
-	if n := recoverer(st).Recover(context.Background()); n != 1 {
+	if n := recoverer(t, st).Recover(context.Background()); n != 1 {
 		t.Fatalf("Recover: got %d, want 1", n)
 	}
 	close(release)

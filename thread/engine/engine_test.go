@@ -13,6 +13,7 @@ import (
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // The run engine on the in-memory store (threadtest), for `go test -race`
@@ -48,24 +49,33 @@ func fakeSetup(t *testing.T, m thread.Model, cfg engine.Config) (*engine.Service
 		cfg.RetryMin, cfg.RetryMax = time.Millisecond, 10*time.Millisecond
 	}
 	svc := engine.New(st, stream.New[thread.Event](256), models{m: m}, nil, cfg)
+	shutdownAtCleanup(t, svc)
+	return svc, st, ff
+}
+
+// shutdownAtCleanup shuts svc down once the test (and its assertions)
+// ended, within a bound: a test may have left it on a broken store.
+func shutdownAtCleanup(t testing.TB, svc *engine.Service) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		svc.Shutdown(ctx)
 	})
-	return svc, st, ff
 }
 
 // recoverer is another process on the same store whose clock is past
 // every lease.
-func recoverer(st thread.Store) *engine.Service {
-	return engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil,
+func recoverer(t *testing.T, st thread.Store) *engine.Service {
+	svc := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	shutdownAtCleanup(t, svc)
+	return svc
 }
 
 func replay(t *testing.T, st thread.Store, tid, runID uuid.UUID) []thread.Event {
 	t.Helper()
 	other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+	shutdownAtCleanup(t, other)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []thread.Event
@@ -155,18 +165,14 @@ func TestEngineEndReleased(t *testing.T) {
 	if after, _ := st.Lease(r.ID); !after.After(before) {
 		t.Fatalf("lease while the end is retried: got %v, want renewed past %v", after, before)
 	}
-	for deadline := time.Now().Add(30 * time.Second); svc.ActiveRuns() > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not released within 30 s")
-		}
-	}
+	twait.Eventually(t, 30*time.Second, func() bool { return svc.ActiveRuns() == 0 }, "not released within 30 s")
 	before, status := st.Lease(r.ID)
 	svc.RenewLeases(ctx)
 	if after, _ := st.Lease(r.ID); !after.Equal(before) || status != thread.RunRunning {
 		t.Fatalf("after release: lease %v -> %v, status %s; want not renewed, running", before, after, status)
 	}
 	ff.ends.Store(0)
-	if n := recoverer(st).Recover(ctx); n != 1 {
+	if n := recoverer(t, st).Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d, want 1", n)
 	}
 	got := rest(t, evs, done)
@@ -191,7 +197,7 @@ func TestEngineFence(t *testing.T) {
 	seen := []thread.Event{next(t, evs)}
 	m.toks <- "before"
 	seen = append(seen, next(t, evs))
-	if n := recoverer(st).Recover(context.Background()); n != 1 {
+	if n := recoverer(t, st).Recover(context.Background()); n != 1 {
 		t.Fatalf("Recover: got %d, want 1", n)
 	}
 	m.toks <- "after"

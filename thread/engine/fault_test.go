@@ -17,6 +17,7 @@ import (
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // faultStore is the real store with writes that fail on demand: while
@@ -112,11 +113,7 @@ func faultSetup(t *testing.T, fs *faultStore, m thread.Model, cfg engine.Config)
 		cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	}
 	svc := engine.New(fs, stream.New[thread.Event](256), models{m: m}, fs.Store, cfg)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		svc.Shutdown(ctx)
-	})
+	shutdownAtCleanup(t, svc)
 	return svc
 }
 
@@ -169,6 +166,7 @@ func rest(t *testing.T, evs <-chan thread.Event, done <-chan error) []thread.Eve
 func stored(t *testing.T, fs *faultStore, tid, runID uuid.UUID) []thread.Event {
 	t.Helper()
 	other := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store, engine.Config{})
+	shutdownAtCleanup(t, other)
 	var out []thread.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -329,11 +327,7 @@ func TestUnwritableEndIsReleased(t *testing.T) {
 		t.Fatalf("lease while the end is retried: got %v, want renewed past %v", after, before)
 	}
 	// ... and stops once it gives up.
-	for deadline := time.Now().Add(30 * time.Second); svc.ActiveRuns() > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the run was not released within 30 s")
-		}
-	}
+	twait.Eventually(t, 30*time.Second, func() bool { return svc.ActiveRuns() == 0 }, "the run was not released within 30 s")
 	before = leaseOf(t, fs, tid, r.ID)
 	svc.RenewLeases(ctx)
 	if after := leaseOf(t, fs, tid, r.ID); !after.Equal(before) {
@@ -345,6 +339,7 @@ func TestUnwritableEndIsReleased(t *testing.T) {
 	// Recovery (here, a process whose clock is past the lease) ends it.
 	rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	shutdownAtCleanup(t, rec)
 	if n := rec.Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d runs, want 1", n)
 	}
@@ -430,6 +425,7 @@ func TestFencedOwnerStops(t *testing.T) {
 			next(t, evs)
 			rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 				engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+			shutdownAtCleanup(t, rec)
 			if n := rec.Recover(ctx); n != 1 {
 				t.Fatalf("Recover: got %d runs, want 1", n)
 			}
@@ -449,11 +445,7 @@ func TestFencedOwnerStops(t *testing.T) {
 			if last := want[len(want)-1]; last.Snapshot.RunStatus != thread.RunInterrupted || finalText(last, r.MessageID) != "before" {
 				t.Fatalf("stored end: got %+v, want interrupted with %q", last, "before")
 			}
-			for deadline := time.Now().Add(30 * time.Second); svc.ActiveRuns() > 0; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the fenced run still runs after 30 s")
-				}
-			}
+			twait.Eventually(t, 30*time.Second, func() bool { return svc.ActiveRuns() == 0 }, "the fenced run still runs after 30 s")
 		})
 	}
 }

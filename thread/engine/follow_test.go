@@ -117,6 +117,7 @@ func TestResetReadsLostCancel(t *testing.T) {
 			m.toks <- "before"
 			next(t, evs)
 			other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+			shutdownAtCleanup(t, other)
 			var err error
 			if what == "cancel" {
 				err = other.CancelRun(context.Background(), "local", tid, r.ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // The relay (relay.go) on the in-memory store: one process runs a run,
@@ -139,6 +140,9 @@ func (s *wakingStore) readsOf(id uuid.UUID) int {
 	return s.reads[id]
 }
 
+// relayBound bounds a wait only a broken relay exceeds.
+const relayBound = 10 * time.Second
+
 // relaySetup returns an owning process running m and a following process
 // with wake-ups, on one store.
 func relaySetup(t *testing.T, m thread.Model, follower engine.Config) (owner, other *engine.Service, st *wakingStore, w *fakeWakeups) {
@@ -220,7 +224,7 @@ func TestRelayOneReaderPerRun(t *testing.T) {
 	for i, s := range subs {
 		sameEvents(t, fmt.Sprintf("follower %d against the stored log", i), s.seen, want)
 	}
-	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+	twait.Eventually(t, relayBound, func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 }, "waited %v for the reader to stop", relayBound)
 }
 
 // TestRelaySlowFollowerDropped: a follower that stops reading does not
@@ -281,7 +285,7 @@ func TestRelayReaderStopsWithFollowers(t *testing.T) {
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("follow after cancel: got %v, want %v", err, context.Canceled)
 	}
-	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+	twait.Eventually(t, relayBound, func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 }, "waited %v for the reader to stop", relayBound)
 	m.toks <- "b"
 	again, againDone := followOn(context.Background(), other, tid, r.ID, nil)
 	got := []thread.Event{next(t, again), next(t, again), next(t, again)}
@@ -319,7 +323,7 @@ func TestRelayThreadDeleted(t *testing.T) {
 	if last.Type != thread.KindError || last.Code != errcode.NotFound || last.Sequence != 3 {
 		t.Fatalf("the follower's last event: got %+v, want an error not_found at sequence 3", last)
 	}
-	waitFor(t, "the reader to stop", func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 })
+	twait.Eventually(t, relayBound, func() bool { return engine.RelayReaders(other) == 0 && w.open() == 0 }, "waited %v for the reader to stop", relayBound)
 	close(m.toks)
 }
 
@@ -350,15 +354,4 @@ func TestRelayReadRetried(t *testing.T) {
 	close(m.toks)
 	seen = append(seen, rest(t, evs, done)...)
 	sameEvents(t, "a follower whose reader's reads failed", seen, replay(t, st.Store, tid, r.ID))
-}
-
-// waitFor polls cond until it holds, failing after a bound only a broken
-// relay exceeds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10 s for %s", what)
-		}
-	}
 }

@@ -402,6 +402,8 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	st := store.New(pool)
 	a := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
 	b := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
+	shutdownAtCleanup(t, a)
+	shutdownAtCleanup(t, b)
 	ctx := context.Background()
 	tid := uuid.New()
 	s1 := run(t, a, tid, thread.RunRequest{Message: msg("one")})
@@ -640,15 +642,13 @@ func TestWritesShareAWrite(t *testing.T) {
 					go startOne()
 				}
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for pending(svc) < n-1 {
-				if time.Now().After(deadline) {
-					close(hs.hold) // let the held write finish before cleanup
-					t.Fatalf("%d writes pending after 10 s, want %d", pending(svc), n-1)
-				}
-				time.Sleep(time.Millisecond)
-			}
-			close(hs.hold)
+			// On a failure, the held write is let go before the shutdown
+			// (cleanups run last first).
+			release := sync.OnceFunc(func() { close(hs.hold) })
+			t.Cleanup(release)
+			twait.Eventually(t, 10*time.Second, func() bool { return pending(svc) >= n-1 },
+				"%v writes pending after 10 s, want %d", func() any { return pending(svc) }, n-1)
+			release()
 			if !c.ends {
 				collect()
 				close(g.release)
@@ -783,9 +783,7 @@ func TestRejoinReadsMemory(t *testing.T) {
 		t.Fatalf("rejoin: got %v, want %s", seen, want)
 	}
 	// Ended: after the run leaves this process, the store answers.
-	for deadline := time.Now().Add(5 * time.Second); svc.ActiveRuns() > 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	twait.Eventually(t, 5*time.Second, func() bool { return svc.ActiveRuns() == 0 }, "the ended run is still this process's after 5 s")
 	var again []string
 	err = svc.Follow(ctx, "local", tid, r.ID, 1, func(ev thread.Event, _ bool) error {
 		again = append(again, fmt.Sprintf("%d %s %q", ev.Sequence, ev.Type, ev.Text))
@@ -826,13 +824,9 @@ func TestRunPurgesLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for logRows() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("20 s after the run ended: %d shared log rows left, want 0", logRows())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	rows := 0
+	twait.Eventually(t, 20*time.Second, func() bool { rows = logRows(); return rows == 0 },
+		"20 s after the run ended: %v shared log rows left, want 0", func() any { return rows })
 	recs, err := cs.Store.RunEventsAfter(ctx, r.ID, 0)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("the ended run's log after the purge: got %d records (%v), want 4", len(recs), err)
@@ -1089,15 +1083,10 @@ func TestFollowRunOfAnotherProcess(t *testing.T) {
 	}
 	<-g.started
 	var r *thread.Run
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if r, err = b.GetRun(ctx, "local", tid, ra.ID); err == nil && r.LastSequence >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first token never became durable: %v, %v", r, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	twait.Eventually(t, 10*time.Second, func() bool {
+		r, err = b.GetRun(ctx, "local", tid, ra.ID)
+		return err == nil && r.LastSequence >= 2
+	}, "the first token never became durable: %v, %v", func() any { return r }, func() any { return err })
 	evs := make(chan thread.Event, 16)
 	done := make(chan error, 1)
 	go func() {

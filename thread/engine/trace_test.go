@@ -18,6 +18,7 @@ import (
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // chatModel is a chat model that streams its tokens and answers res and
@@ -60,16 +61,12 @@ func runSpans(t *testing.T, svc *engine.Service, exp *tracetest.InMemoryExporter
 // waitSpans returns the spans once the run's invoke_agent span has ended.
 func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		spans := exp.GetSpans()
-		if len(named(spans, "invoke_agent threadline")) == 1 {
-			return spans
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no invoke_agent span within 30 s; got %d spans", len(exp.GetSpans()))
-	return nil
+	var spans tracetest.SpanStubs
+	twait.Eventually(t, 30*time.Second, func() bool {
+		spans = exp.GetSpans()
+		return len(named(spans, "invoke_agent threadline")) == 1
+	}, "no invoke_agent span within 30 s; got %v spans", func() any { return len(spans) })
+	return spans
 }
 
 func named(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {

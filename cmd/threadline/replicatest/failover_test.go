@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // Failover: the replicas on a Postgres primary with a synchronous standby
@@ -99,22 +100,29 @@ func killPrimary(t testing.TB) string {
 // accepted.
 func untilNewRun(t testing.TB, r *replica) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(failoverBound)
-	for {
-		s, code, body := tryRun(t, r, uuid.NewString(), message("", "after the failover"))
-		if s != nil {
-			at := time.Now()
-			evs := s.rest()
-			if last := evs[len(evs)-1]; last.RunStatus != "succeeded" {
-				t.Fatalf("the first run after the failover on %s ended %s: %s", r.name, last.RunStatus, last.Raw)
+	var (
+		at   time.Time
+		code int
+		body string
+	)
+	const failed = "a new run on %s after the failover: %v %v, want 200 (or 503 while it lasts, for at most %v)"
+	wait.Eventually(t, failoverBound, func() bool {
+		var s *stream
+		s, code, body = tryRun(t, r, uuid.NewString(), message("", "after the failover"))
+		if s == nil {
+			if code != http.StatusServiceUnavailable {
+				t.Fatalf(failed, r.name, code, body, failoverBound)
 			}
-			return at
+			return false
 		}
-		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("a new run on %s after the failover: %d %s, want 200 (or 503 while it lasts, for at most %v)", r.name, code, body, failoverBound)
+		at = time.Now()
+		evs := s.rest()
+		if last := evs[len(evs)-1]; last.RunStatus != "succeeded" {
+			t.Fatalf("the first run after the failover on %s ended %s: %s", r.name, last.RunStatus, last.Raw)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	}, failed, r.name, func() any { return code }, func() any { return body }, failoverBound)
+	return at
 }
 
 // TestFailover kills the primary's node under streaming runs on two

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/store/pgtest"
+	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // Fault tests: Postgres stopped or restarted under streaming runs, an owner
@@ -39,13 +40,8 @@ func (r *replica) signal(sig syscall.Signal) {
 // such lines in all), for at most d.
 func (r *replica) waitLog(s string, n int, d time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for strings.Count(r.log(), s) < n {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s logged %q %d times in %v, want %d", r.name, s, strings.Count(r.log(), s), d, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(r.t, d, func() bool { return strings.Count(r.log(), s) >= n },
+		"%s logged %q %v times in %v, want %d", r.name, s, func() any { return strings.Count(r.log(), s) }, d, n)
 }
 
 // Once Postgres is back, requests are served at once: none meets a pooled
@@ -266,20 +262,19 @@ func TestPostgresRestartedMidStream(t *testing.T) {
 		for i, f := range runs {
 			after[i] = [2]int64{f.live.n.Load(), f.watch.n.Load()}
 		}
-		deadline := time.Now().Add(faultBound)
+		deadline := time.Now().Add(faultBound) // for all the runs
 		for i, f := range runs {
-			for f.live.n.Load() < after[i][0]+30 || f.watch.n.Load() < after[i][1]+30 {
+			live := func() any { return f.live.n.Load() }
+			watch := func() any { return f.watch.n.Load() }
+			wait.Eventually(t, time.Until(deadline), func() bool {
 				select {
 				case <-f.done:
 					t.Fatalf("run %s ended before streaming 30 more events after restart %d (live %d, follower %d events)", f.runID, round, f.live.n.Load(), f.watch.n.Load())
 				default:
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("run %s: streams frozen after restart %d: live %d events (%d at the restart), follower %d (%d)",
-						f.runID, round, f.live.n.Load(), after[i][0], f.watch.n.Load(), after[i][1])
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return f.live.n.Load() >= after[i][0]+30 && f.watch.n.Load() >= after[i][1]+30
+			}, "run %s: streams frozen after restart %d: live %v events (%d at the restart), follower %v (%d)",
+				f.runID, round, live, after[i][0], watch, after[i][1])
 		}
 	}
 	for _, f := range runs {
