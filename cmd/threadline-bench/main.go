@@ -18,8 +18,8 @@ import (
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/floor"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/load"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/peer"
-	"github.com/threadline/threadline/cmd/threadline-bench/internal/transfer"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/searchbench"
+	"github.com/threadline/threadline/cmd/threadline-bench/internal/transfer"
 )
 
 func main() {
