@@ -43,6 +43,9 @@ export type ControllerState = { chat: ChatState; loaded: boolean; notFound: bool
 
 const MAX_RESYNC = 6;
 
+/** Why an answer to a waiting turn was not taken: the conversation went on below it. */
+export const STALE_TURN = "This question was not answered; the conversation moved on.";
+
 // A handoff survives a remount of the same page (React may mount twice) until
 // its request got an answer; a reload starts without it.
 const handoffsInFlight = new Map<string, Handoff>();
@@ -255,16 +258,27 @@ export class ThreadController {
    * controls come back.
    */
   answer = async (messageId: string, answer: ToolAnswer): Promise<void> => {
-    const message = this.state.chat.repository.messages.find((m) => m.message.id === messageId)?.message;
+    const repository = this.state.chat.repository;
+    const message = repository.messages.find((m) => m.message.id === messageId)?.message;
     if (!message) return;
+    // Something follows the turn: the service would refuse the answer.
+    if (repository.messages.some((m) => m.parentId === messageId)) {
+      this.answers.delete(messageId);
+      this.dispatch({ type: "answer_refused", messageId, message: STALE_TURN });
+      return;
+    }
     const given = this.answers.get(messageId) ?? new Map<string, ToolAnswer>();
     given.set(answer.toolCallId, answer);
     this.answers.set(messageId, given);
     const body = continuation(message, given);
     if (!body) return;
     this.answers.delete(messageId);
-    await this.run(body, undefined, messageId).catch(() => {
-      /* the notice says why */
+    await this.run(body, undefined, messageId).catch((err: unknown) => {
+      // The notice says why; the card gets its controls back, or learns from
+      // the snapshot that the conversation moved on below it.
+      const moved = err instanceof ApiError && err.code === "invalid_fork";
+      this.dispatch({ type: "answer_refused", messageId, message: moved ? STALE_TURN : describeError(err).message });
+      if (moved) void this.resync(1);
     });
   };
 
