@@ -8,7 +8,7 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useRef, useState, useSyncExternalStore, type FC } from "react";
-import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api";
+import { ApiError, THREADS_CHANGED, announceThreadsChanged, deleteThread, renameThread } from "@/lib/api";
 import { groupByDate } from "@/lib/dates";
 import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
@@ -80,7 +80,8 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
     } catch (err) {
       store.setError(err instanceof Error ? err.message : String(err));
     }
-    void store.refresh();
+    // The list, and the open thread's header and tab, follow the new title.
+    announceThreadsChanged();
   };
 
   const remove = async (t: ThreadSummary) => {
