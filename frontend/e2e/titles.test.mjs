@@ -1,6 +1,7 @@
 // Titles: a first reply stopped by the person still names its thread (in
 // the sidebar and the tab, without a reload); the tab follows a rename; the
-// open thread's title in the sidebar ends before its buttons.
+// open thread's title in the sidebar ends before its buttons. Also where a
+// reply's details line sits: on its own row right under the reply.
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -48,5 +49,21 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       assert.ok(button.width >= 24 && button.height >= 24, `${name} is at least 24 px: ${JSON.stringify(button)}`);
     }
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a renamed open thread");
+  });
+
+  test("a reply's model, time and tokens line sits right under the reply, on its own row", async ({ page, ctx }) => {
+    const threadId = randomUUID();
+    await ctx.runDirect(threadId, { message: { content: "hello there" }, parent_message_id: null });
+    await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
+    const reply = assistantMessages(page).last();
+    const details = reply.getByTestId("reply-details");
+    await poll(async () => /tokens/.test(await details.innerText()), { message: "the details line" });
+    const body = await reply.getByTestId("message-text").boundingBox();
+    const line = await details.boundingBox();
+    const copy = await reply.getByRole("button", { name: "Copy" }).boundingBox();
+    assert.ok(line.y >= body.y + body.height - 1, `under the reply: ${JSON.stringify({ body, line })}`);
+    assert.ok(Math.abs(line.x - body.x) <= 2, `aligned with the reply: ${JSON.stringify({ body, line })}`);
+    assert.ok(copy.y >= line.y + line.height - 1, `the actions below it, not beside it: ${JSON.stringify({ line, copy })}`);
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a reply with its details");
   });
 });

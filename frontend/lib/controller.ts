@@ -19,6 +19,7 @@ import {
   type Handoff,
 } from "./api";
 import { describeError } from "./errors";
+import { OUTAGE, OUTAGE_CODE, backoff, isOutage } from "./outage";
 import { readNdjson } from "./ndjson";
 import { chatReducer, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
 import { continuation, runTools, type ToolAnswer } from "./tools";
@@ -113,6 +114,8 @@ export class ThreadController {
   /** Highest sequence seen per run, so a resync never asks for events twice. */
   private seen: { runId: string; sequence: number } | null = null;
   private refused: Refused | null = null;
+  /** Failed attempts to reach the service in a row, for the backoff. */
+  private outages = 0;
   /** Gives a refused first message (from the welcome page) to the composer. */
   private returnDraft: ((text: string) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
@@ -411,6 +414,18 @@ export class ThreadController {
     }
   }
 
+  /**
+   * The service cannot be reached: the page says so (and is shown, not
+   * blank), then asks again with backoff, as long as nothing else took over.
+   */
+  private async waitOutOutage(gen: number): Promise<void> {
+    this.dispatch({ type: "stream_lost", error: { code: OUTAGE_CODE, message: OUTAGE } });
+    this.setLoaded();
+    await new Promise((r) => setTimeout(r, backoff(this.outages++)));
+    if (gen !== this.generation) return;
+    return this.resync(1);
+  }
+
   /** Loads the thread's snapshot and rejoins its active run, if any. */
   private async resync(attempt: number): Promise<void> {
     if (attempt > MAX_RESYNC) {
@@ -427,11 +442,14 @@ export class ThreadController {
       snapshot = await getSnapshot(this.threadId);
     } catch (err) {
       if (gen !== this.generation) return;
+      if (isOutage(err)) return this.waitOutOutage(gen);
       if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
       this.dispatch({ type: "stream_lost", error: describeError(err) });
       return;
     }
+    this.outages = 0;
     if (gen !== this.generation) return;
+    if (this.state.chat.notice?.code === OUTAGE_CODE) this.dispatch({ type: "dismiss_notice" });
     if (!snapshot) {
       const c = this.state.chat;
       if (c.repository.messages.length === 0 && !c.pending) this.setState({ ...this.state, notFound: true });
