@@ -29,6 +29,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       await poll(async () => norm(await page.getByTestId("models-unavailable").innerText()).includes(OUTAGE), {
         message: "the model picker says so instead of vanishing",
       });
+      assert.equal(await page.getByText("Ask anything.").count(), 0, "not shown as an empty chat");
       const body = norm(await page.locator("body").innerText());
       assert.doesNotMatch(body, /ECONNREFUSED|127\.0\.0\.1|bad_gateway/, `no raw error on the page: ${body}`);
       await keepScreenshot(page, "outage");

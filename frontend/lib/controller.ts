@@ -415,12 +415,12 @@ export class ThreadController {
   }
 
   /**
-   * The service cannot be reached: the page says so (and is shown, not
-   * blank), then asks again with backoff, as long as nothing else took over.
+   * The service cannot be reached: the page says so (a thread not loaded
+   * yet stays "loading", not an empty chat), then asks again with backoff,
+   * as long as nothing else took over.
    */
   private async waitOutOutage(gen: number): Promise<void> {
     this.dispatch({ type: "stream_lost", error: { code: OUTAGE_CODE, message: OUTAGE } });
-    this.setLoaded();
     await new Promise((r) => setTimeout(r, backoff(this.outages++)));
     if (gen !== this.generation) return;
     return this.resync(1);
