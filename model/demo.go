@@ -54,18 +54,24 @@ func (m *Demo) name() string {
 
 // Stream implements thread.Model: the demo's text reply, without tools.
 func (m *Demo) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	res, err := m.StreamStep(ctx, FromModelRequest(req), textOnly(onToken))
+	res, err := m.streamStep(ctx, FromModelRequest(req), textOnly(onToken), false)
 	return modelResult(res), err
 }
 
 // StreamStep implements Stepper. Errors: ctx.Err() when ctx ends, a model
 // *errcode.Error for "/fail", onDelta's error as is.
 func (m *Demo) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
+	return m.streamStep(ctx, req, onDelta, true)
+}
+
+// streamStep is StreamStep; withData: the caller keeps data parts (a plan
+// is sent as plan parts), else it gets text only (a plan as a checklist).
+func (m *Demo) streamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error, withData bool) (step.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return step.Result{}, err
 	}
 	prompt := stepLastUser(req)
-	plan := demoReply(req, prompt)
+	plan := demoReply(req, prompt, withData)
 	res := step.Result{Model: m.name(), PromptTokens: stepPromptTokens(req), StopReason: step.StopDone}
 	if code := failCode(prompt); code != "" {
 		plan = []step.Delta{{Kind: step.Text, Text: "Failing"}, {Kind: step.Text, Text: " as"}, {Kind: step.Text, Text: " asked."}}
@@ -144,7 +150,7 @@ func arithmetic(s string) string {
 }
 
 // demoReply is the whole reply to a request, as deltas.
-func demoReply(req step.Request, prompt string) []step.Delta {
+func demoReply(req step.Request, prompt string, withData bool) []step.Delta {
 	tools := map[string]bool{}
 	for _, t := range req.Tools {
 		tools[t.Name] = true
@@ -178,7 +184,7 @@ func demoReply(req step.Request, prompt string) []step.Delta {
 	case reFiles.MatchString(prompt):
 		return filesReply(prompt)
 	case rePlan.MatchString(prompt):
-		return planReply(prompt, req.Call)
+		return planReply(prompt, req.Call, withData)
 	case expr != "":
 		return words(arithmeticText(expr))
 	case wantTime:
@@ -377,26 +383,36 @@ type planData struct {
 
 // planReply sends the plan as a data part with every task pending, then
 // for each task a sentence and the plan again with that task done: each
-// plan part is the whole plan, the latest one of an id wins. Stream (chat)
-// drops the data parts, so the text also holds the plan as a checklist.
-func planReply(prompt string, call int64) []step.Delta {
+// plan part is the whole plan, the latest one of an id wins. Without
+// withData (Stream, chat: data parts are dropped) the text holds the plan
+// as a Markdown checklist instead, so that the plan is shown once.
+func planReply(prompt string, call int64, withData bool) []step.Delta {
 	titles := planTasks(prompt)
 	p := planData{ID: fmt.Sprintf("plan_%012x", seed(prompt, call)&0xffffffffffff), Title: "Plan"}
 	for i, t := range titles {
 		p.Tasks = append(p.Tasks, planTask{ID: fmt.Sprint(i + 1), Title: t, Status: "pending"})
 	}
-	data := func() step.Delta {
+	data := func() []step.Delta {
+		if !withData {
+			return nil
+		}
 		b, _ := json.Marshal(p)
-		return step.Delta{Kind: step.Data, Name: "plan", Data: b}
+		return []step.Delta{{Kind: step.Data, Name: "plan", Data: b}}
 	}
-	var list strings.Builder
-	for _, t := range titles {
-		list.WriteString("- [ ] " + t + "\n")
+	intro := "Here is a plan for what you asked, " + echo(prompt) + ":\n\n"
+	if withData {
+		intro = "Here is a plan for what you asked, " + echo(prompt) + ". I tick each task off as I go.\n\n"
+	} else {
+		var list strings.Builder
+		for _, t := range titles {
+			list.WriteString("- [ ] " + t + "\n")
+		}
+		intro += list.String() + "\n"
 	}
 	out := thoughts("The request asks for a plan. I'll split it into four tasks, send them as a checklist, " +
 		"and tick each one off as I finish it.")
-	out = append(out, words("Here is a plan for what you asked, "+echo(prompt)+":\n\n"+list.String()+"\n")...)
-	out = append(out, data())
+	out = append(out, words(intro)...)
+	out = append(out, data()...)
 	steps := []string{"I read the request again and noted what done looks like.", "I cut the work into steps small enough to check.",
 		"I would do each step now; as a demo, I only tick it off.", "Every task is done, and this is the summary."}
 	for i := range p.Tasks {
@@ -406,7 +422,7 @@ func planReply(prompt string, call int64) []step.Delta {
 		}
 		out = append(out, words(fmt.Sprintf("%d. %s%s", i+1, steps[i], sep))...)
 		p.Tasks[i].Status = "done"
-		out = append(out, data())
+		out = append(out, data()...)
 	}
 	return out
 }

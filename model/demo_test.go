@@ -251,6 +251,16 @@ func TestDemoPlan(t *testing.T) {
 	if !strings.Contains(plans[0].Tasks[0].Title, "Make a plan for my move") {
 		t.Errorf("first task: got %q, want it to name the goal", plans[0].Tasks[0].Title)
 	}
+	// The plan is shown once: as plan parts, not also as a checklist in the text.
+	var text strings.Builder
+	for _, d := range ds {
+		if d.Kind == step.Text {
+			text.WriteString(d.Text)
+		}
+	}
+	if strings.Contains(text.String(), "- [ ]") || strings.Contains(text.String(), "Break it into small steps") {
+		t.Errorf("the plan's text: got %q, want no checklist beside the plan parts", text.String())
+	}
 }
 
 func TestDemoFailAndCancel(t *testing.T) {

@@ -10,7 +10,9 @@ import type {
   ReasoningMessagePartProps,
   ToolCallMessagePartProps,
 } from "@assistant-ui/react";
-import { useState, type FC, type FormEvent } from "react";
+import { useAuiState } from "@assistant-ui/react";
+import { useEffect, useId, useState, type FC, type FormEvent } from "react";
+import type { AnswerRefusal } from "@/lib/reducer";
 
 function show(v: unknown): string {
   if (typeof v === "string") return v;
@@ -21,10 +23,26 @@ function show(v: unknown): string {
   }
 }
 
+/**
+ * How the page sees the turn holding a part (lib/convert.ts, TurnView):
+ * stale once the conversation moved on below it; its refused answers.
+ */
+function useTurnView(): { stale: boolean; refusal: AnswerRefusal | undefined } {
+  const custom = useAuiState((s) => s.message.metadata?.custom) as { stale?: unknown; refusal?: AnswerRefusal } | undefined;
+  return { stale: custom?.stale === true, refusal: custom?.refusal };
+}
+
+/** What a card says once its turn can no longer be answered. */
+const STALE: Record<"ask" | "approval", string> = {
+  ask: "This question was not answered; the conversation moved on.",
+  approval: "This was neither approved nor rejected; the conversation moved on.",
+};
+
 type CallState = "running" | "waiting" | "done" | "error" | "interrupted";
 
-function callState(p: ToolCallMessagePartProps): CallState {
+function callState(p: ToolCallMessagePartProps, stale = false): CallState {
   if (p.result !== undefined) return p.isError ? "error" : "done";
+  if (stale) return "interrupted";
   if (p.status.type === "requires-action" || p.approval) return "waiting";
   if (p.status.type === "running") return "running";
   return "interrupted";
@@ -38,21 +56,30 @@ const STATE_LABEL: Record<CallState, string> = {
   interrupted: "not answered",
 };
 
-/** Approve / Reject for a server tool marked for approval. */
+/**
+ * Approve / Reject for a server tool marked for approval. An answer counts
+ * as sent until the service refuses it (a refusal's count moves on).
+ */
 const Approval: FC<{ part: ToolCallMessagePartProps }> = ({ part }) => {
-  const [sent, setSent] = useState<"approved" | "rejected" | null>(null);
+  const { stale, refusal } = useTurnView();
+  const [sent, setSent] = useState<{ approved: boolean; n: number } | null>(null);
   const [failed, setFailed] = useState(false);
   const approval = part.approval;
+  const refused = refusal?.n ?? 0;
+  if (part.result !== undefined) return null;
+  if (stale) return <p className="tool-answered muted" data-testid="stale-turn">{STALE.approval}</p>;
   if (!approval || approval.approved !== undefined || approval.resolution) return null;
   const answer = (approved: boolean) => {
-    setSent(approved ? "approved" : "rejected");
+    setSent({ approved, n: refused });
     setFailed(false);
     part.respondToApproval({ approved }).catch(() => {
       setSent(null);
       setFailed(true);
     });
   };
-  if (sent) return <p className="tool-answered" role="status">{sent === "approved" ? "Approved." : "Rejected."}</p>;
+  if (sent && sent.n === refused) {
+    return <p className="tool-answered" role="status">{sent.approved ? "Approved." : "Rejected."}</p>;
+  }
   return (
     <div className="tool-approval" role="group" aria-label={`Approve ${part.toolName}?`}>
       <span>Run {part.toolName}?</span>
@@ -62,7 +89,7 @@ const Approval: FC<{ part: ToolCallMessagePartProps }> = ({ part }) => {
       <button type="button" className="button" onClick={() => answer(false)}>
         Reject
       </button>
-      {failed ? <span role="alert">Not sent; try again.</span> : null}
+      {failed ? <span role="alert">Not sent; try again.</span> : refusal ? <span role="alert">{refusal.message}</span> : null}
     </div>
   );
 };
@@ -72,26 +99,33 @@ const AskUser: FC<ToolCallMessagePartProps> = (part) => {
   const args = (part.args ?? {}) as { question?: unknown; choices?: unknown };
   const question = typeof args.question === "string" ? args.question : "The assistant asks:";
   const choices = Array.isArray(args.choices) ? args.choices.filter((c): c is string => typeof c === "string") : [];
+  const { stale, refusal } = useTurnView();
+  const refused = refusal?.n ?? 0;
   const [text, setText] = useState("");
-  const [sent, setSent] = useState(false);
-  const waiting = part.result === undefined && part.status.type === "requires-action";
+  // The refusal count when the answer went out: a later refusal brings the form back.
+  const [sentAt, setSentAt] = useState<number | null>(null);
+  const sent = sentAt !== null && sentAt === refused;
+  const waiting = part.result === undefined && part.status.type === "requires-action" && !stale;
   const submit = (answer: string) => {
     if (!answer.trim()) return;
-    setSent(true);
+    setSentAt(refused);
     part.addResult(answer);
   };
   const onSubmit = (e: FormEvent) => {
     e.preventDefault();
     submit(text);
   };
+  const state = callState(part, stale);
   return (
-    <div className="tool-call ask-user" data-testid="tool-call" data-tool={part.toolName} data-state={callState(part)}>
+    <div className="tool-call ask-user" data-testid="tool-call" data-tool={part.toolName} data-state={state}>
       <p className="ask-question">{question}</p>
       {part.result !== undefined ? (
         <p className="ask-answer">
           <span className="muted">Your answer: </span>
           {show(part.result)}
         </p>
+      ) : stale ? (
+        <p className="muted" data-testid="stale-turn">{STALE.ask}</p>
       ) : waiting && !sent ? (
         <form className="ask-form" onSubmit={onSubmit}>
           {choices.map((c) => (
@@ -108,25 +142,76 @@ const AskUser: FC<ToolCallMessagePartProps> = (part) => {
           <button type="submit" className="button primary" disabled={!text.trim()}>
             Answer
           </button>
+          {refusal ? <p role="alert">{refusal.message}</p> : null}
         </form>
       ) : (
-        <p className="muted">{sent ? "Sent." : STATE_LABEL[callState(part)]}</p>
+        <p className="muted">{sent ? "Sent." : STATE_LABEL[state]}</p>
       )}
     </div>
   );
 };
 
+/**
+ * How long something has been running, counted by this page from when it
+ * first showed it running (a reload counts again), and how long it ran once
+ * it stopped. null: never seen running here.
+ */
+function useRunningTime(running: boolean): { seconds: number | null; done: boolean } {
+  const [start, setStart] = useState<number | null>(null);
+  const [now, setNow] = useState<number | null>(null);
+  const [end, setEnd] = useState<number | null>(null);
+  useEffect(() => {
+    if (!running) return;
+    const began = Date.now();
+    const tick = () => setNow(Date.now());
+    const first = setTimeout(() => {
+      setStart((s) => s ?? began);
+      tick();
+    }, 0);
+    const timer = setInterval(tick, 1000);
+    return () => {
+      clearTimeout(first);
+      clearInterval(timer);
+      setEnd(Date.now());
+    };
+  }, [running]);
+  if (start === null) return { seconds: null, done: !running };
+  const until = running ? (now ?? start) : (end ?? now ?? start);
+  return { seconds: Math.max(0, Math.round((until - start) / 1000)), done: !running };
+}
+
+/** A disclosure's open state, for aria-expanded beside the native one. */
+function useOpen(initial: boolean) {
+  const [open, setOpen] = useState(initial);
+  return { open, onToggle: (e: { currentTarget: HTMLDetailsElement }) => setOpen(e.currentTarget.open) };
+}
+
+const Chevron: FC = () => (
+  <svg className="chevron" width="12" height="12" viewBox="0 0 12 12" aria-hidden="true" focusable="false">
+    <path d="M4 2.5 7.5 6 4 9.5" fill="none" stroke="currentColor" strokeWidth="1.6" strokeLinecap="round" strokeLinejoin="round" />
+  </svg>
+);
+
 /** Any other tool call: name, state, arguments and result in a disclosure. */
 export const ToolCall: FC<ToolCallMessagePartProps> = (part) => {
-  const state = callState(part);
+  const { stale } = useTurnView();
+  const state = callState(part, stale);
+  const { open, onToggle } = useOpen(state === "waiting" || state === "error");
+  const { seconds } = useRunningTime(state === "running");
+  const bodyId = useId();
   return (
     <div className="tool-call" data-testid="tool-call" data-tool={part.toolName} data-state={state}>
-      <details open={state === "waiting" || state === "error"}>
-        <summary>
+      <details open={open} onToggle={onToggle}>
+        <summary aria-expanded={open} aria-controls={bodyId}>
+          <Chevron />
           <span className="tool-name">{part.toolName}</span>
-          <span className={`tool-state tool-${state}`}>{STATE_LABEL[state]}</span>
+          <span className={`tool-state tool-${state}`} data-testid="tool-state">
+            {state === "running" ? <span className="spinner" aria-hidden="true" /> : null}
+            {STATE_LABEL[state]}
+            {state === "running" && seconds !== null ? <span data-testid="tool-elapsed"> {seconds} s</span> : null}
+          </span>
         </summary>
-        <div className="tool-body">
+        <div className="tool-body" id={bodyId}>
           <div className="tool-label">Arguments</div>
           <pre className="tool-args">{part.argsText || show(part.args)}</pre>
           {part.result !== undefined ? (
@@ -146,13 +231,23 @@ export const ToolCall: FC<ToolCallMessagePartProps> = (part) => {
 
 export const TOOLS = { by_name: { ask_user: AskUser }, Fallback: ToolCall };
 
-/** Reasoning, collapsed by default. */
-export const Reasoning: FC<ReasoningMessagePartProps> = ({ text, status }) => (
-  <details className="reasoning" data-testid="reasoning">
-    <summary>{status.type === "running" ? "Thinking…" : "Reasoning"}</summary>
-    <p>{text}</p>
-  </details>
-);
+/** Reasoning, collapsed by default: "Thinking…" while it streams, then how long it took. */
+export const Reasoning: FC<ReasoningMessagePartProps> = ({ text, status }) => {
+  const running = status.type === "running";
+  const { seconds } = useRunningTime(running);
+  const { open, onToggle } = useOpen(false);
+  const label = running ? "Thinking…" : seconds !== null ? `Thought for ${Math.max(1, seconds)} s` : "Reasoning";
+  return (
+    <details className="reasoning" data-testid="reasoning" open={open} onToggle={onToggle}>
+      <summary aria-expanded={open}>
+        <Chevron />
+        {running ? <span className="spinner" aria-hidden="true" /> : null}
+        <span data-testid="reasoning-label">{label}</span>
+      </summary>
+      <p>{text}</p>
+    </details>
+  );
+};
 
 type Task = { title: string; done: boolean; active: boolean };
 
@@ -170,6 +265,22 @@ function tasksOf(data: unknown): { title?: string; tasks: Task[] } {
   return { ...(typeof d.title === "string" ? { title: d.title } : {}), tasks };
 }
 
+const TASK_LABEL = { done: "Done", active: "In progress", todo: "To do" } as const;
+
+/** A task's state as a picture with words (not a control: nothing to click). */
+const TaskIcon: FC<{ state: keyof typeof TASK_LABEL }> = ({ state }) => (
+  <span className={`task-icon task-${state}`} role="img" aria-label={TASK_LABEL[state]} data-testid="task-icon">
+    <svg width="16" height="16" viewBox="0 0 16 16" aria-hidden="true" focusable="false">
+      <circle cx="8" cy="8" r="6.5" fill={state === "done" ? "currentColor" : "none"} stroke="currentColor" strokeWidth="1.5" />
+      {state === "done" ? (
+        <path d="M5 8.2 7.1 10.3 11 6" fill="none" stroke="var(--bg)" strokeWidth="1.7" strokeLinecap="round" strokeLinejoin="round" />
+      ) : state === "active" ? (
+        <path d="M8 1.5a6.5 6.5 0 0 1 0 13z" fill="currentColor" />
+      ) : null}
+    </svg>
+  </span>
+);
+
 /** A plan: its tasks as a checklist that ticks as they finish. */
 const Plan: FC<DataMessagePartProps> = ({ data }) => {
   const { title, tasks } = tasksOf(data);
@@ -179,7 +290,7 @@ const Plan: FC<DataMessagePartProps> = ({ data }) => {
       <ul>
         {tasks.map((t, i) => (
           <li key={i} className={t.done ? "done" : t.active ? "active" : ""} data-done={t.done}>
-            <input type="checkbox" checked={t.done} readOnly aria-label={t.title} tabIndex={-1} />
+            <TaskIcon state={t.done ? "done" : t.active ? "active" : "todo"} />
             <span>{t.title}</span>
           </li>
         ))}

@@ -4,6 +4,7 @@ import { AssistantRuntimeProvider } from "@assistant-ui/react";
 import { Suspense, useEffect, useState, type FC } from "react";
 import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
+import { backoff, isOutage } from "@/lib/outage";
 import { ThreadIdContext } from "./context";
 import { ExportMenu } from "./LibraryActions";
 import { ModelPicker } from "./ModelPicker";
@@ -17,16 +18,27 @@ function useThreadTitle(threadId: string): string | null {
   const [title, setTitle] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
-    const load = () =>
-      void getThread(threadId)
-        .then((t) => {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let failures = 0;
+    const load = () => {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      getThread(threadId).then(
+        (t) => {
+          failures = 0;
           if (live) setTitle(t?.title ?? null);
-        })
-        .catch(() => {});
+        },
+        (err: unknown) => {
+          // Unreachable: asked again until the service answers.
+          if (live && isOutage(err)) timer = setTimeout(load, backoff(failures++));
+        },
+      );
+    };
     load();
     window.addEventListener(THREADS_CHANGED, load);
     return () => {
       live = false;
+      if (timer !== null) clearTimeout(timer);
       window.removeEventListener(THREADS_CHANGED, load);
     };
   }, [threadId]);

@@ -7,26 +7,40 @@
 
 import { useEffect, useState, type FC } from "react";
 import { listModels, getSelectedModel, setSelectedModel, type ModelInfo } from "@/lib/api";
+import { OUTAGE, backoff, isOutage } from "@/lib/outage";
 
 let cached: Promise<ModelInfo[]> | null = null;
 
-/** The service's models, fetched once per page load. */
-export function useModels(): ModelInfo[] {
-  const [models, setModels] = useState<ModelInfo[]>([]);
+/**
+ * The service's models, fetched once per page load; failed: the service
+ * could not be reached, asked again with backoff until it answers.
+ */
+export function useModels(): { models: ModelInfo[]; failed: boolean } {
+  const [state, setState] = useState<{ models: ModelInfo[]; failed: boolean }>({ models: [], failed: false });
   useEffect(() => {
     let live = true;
-    cached ??= listModels().catch(() => {
-      cached = null;
-      return [];
-    });
-    void cached.then((list) => {
-      if (live) setModels(list);
-    });
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const load = (attempt: number) => {
+      cached ??= listModels();
+      cached.then(
+        (models) => {
+          if (live) setState({ models, failed: false });
+        },
+        (err: unknown) => {
+          cached = null;
+          if (!live) return;
+          setState({ models: [], failed: isOutage(err) });
+          if (isOutage(err)) timer = setTimeout(() => load(attempt + 1), backoff(attempt));
+        },
+      );
+    };
+    load(0);
     return () => {
       live = false;
+      if (timer !== null) clearTimeout(timer);
     };
   }, []);
-  return models;
+  return state;
 }
 
 export function modelLabel(m: ModelInfo): string {
@@ -34,8 +48,15 @@ export function modelLabel(m: ModelInfo): string {
 }
 
 export const ModelPicker: FC = () => {
-  const models = useModels();
+  const { models, failed } = useModels();
   const [picked, setPicked] = useState<string | null>(null);
+  if (failed) {
+    return (
+      <span className="model-picker muted" role="status" data-testid="models-unavailable">
+        Models: {OUTAGE}
+      </span>
+    );
+  }
   if (models.length < 2) return null;
   const fallback = models.find((m) => m.default)?.name ?? models[0]!.name;
   const stored = picked ?? getSelectedModel();

@@ -8,13 +8,14 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useRef, useState, useSyncExternalStore, type FC } from "react";
-import { ApiError, THREADS_CHANGED, deleteThread, renameThread } from "@/lib/api";
+import { THREADS_CHANGED, announceThreadsChanged, renameThread } from "@/lib/api";
 import { groupByDate } from "@/lib/dates";
 import { getTheme, nextTheme, setTheme, subscribeTheme, type Theme } from "@/lib/theme";
 import { ThreadListStore } from "@/lib/threadList";
 import { SearchBox } from "./SearchBox";
 import type { ThreadSummary } from "@/lib/types";
 import { ImportButton } from "./LibraryActions";
+import { useUndoableDelete } from "./UndoDelete";
 
 const THEME_LABEL: Record<Theme, string> = { system: "Theme: system", dark: "Theme: dark", light: "Theme: light" };
 
@@ -50,7 +51,10 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
     void store.refresh();
     const onChange = () => void store.refresh();
     window.addEventListener(THREADS_CHANGED, onChange);
-    return () => window.removeEventListener(THREADS_CHANGED, onChange);
+    return () => {
+      window.removeEventListener(THREADS_CHANGED, onChange);
+      store.dispose();
+    };
   }, [store]);
 
   // The opened drawer takes the keyboard focus.
@@ -80,24 +84,22 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
     try {
       await renameThread(threadId, title);
     } catch (err) {
-      store.setError(err instanceof Error ? err.message : String(err));
+      store.setError(err);
     }
-    void store.refresh();
+    // The list, and the open thread's header and tab, follow the new title.
+    announceThreadsChanged();
   };
 
-  const remove = async (t: ThreadSummary) => {
-    if (!window.confirm(`Delete “${t.title || "Untitled"}” and all its messages?`)) return;
-    try {
-      await deleteThread(t.thread_id);
-    } catch (err) {
-      if (!(err instanceof ApiError && err.status === 404)) {
-        store.setError(err instanceof Error ? err.message : String(err));
-        return;
-      }
-    }
+  // Delete with undo (UndoDelete.tsx): gone from the list at once, deleted after the toast.
+  const undoable = useUndoableDelete({
+    onSettled: () => void store.refresh(),
+    onRestore: () => void store.refresh(),
+    onError: (err) => store.setError(err),
+  });
+  const remove = (t: ThreadSummary) => {
     store.update((prev) => prev.filter((x) => x.thread_id !== t.thread_id));
     if (t.thread_id === currentId) router.push("/welcome");
-    void store.refresh();
+    undoable.schedule(t);
   };
 
   const groups = groupByDate(threads, (t) => t.updated_at, new Date());
@@ -143,7 +145,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
                   onStartRename={startRename}
                   onSaveRename={(id) => void saveRename(id)}
                   onCancelRename={cancelRename}
-                  onDelete={(x) => void remove(x)}
+                  onDelete={remove}
                 />
               ))}
             </ul>
@@ -158,6 +160,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
       {loaded && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
       <ImportButton />
       <ThemeToggle />
+      {undoable.toast}
     </nav>
   );
 };

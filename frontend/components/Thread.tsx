@@ -318,7 +318,7 @@ const ActionBar: FC<{ children: ReactNode }> = ({ children }) => {
 /** "Regenerate with…": the reply again, by another model. */
 const RegenerateWith: FC = () => {
   const aui = useAui();
-  const models = useModels();
+  const { models } = useModels();
   const disabled = useAuiState((s) => s.thread.isRunning);
   if (models.length < 2) return null;
   return (

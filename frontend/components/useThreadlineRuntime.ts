@@ -18,8 +18,8 @@ export function useThreadlineRuntime(threadId: string) {
 
   const attachmentAdapter = useMemo(() => new UploadAttachmentAdapter(controller.notice), [controller]);
   const messageRepository = useMemo(
-    () => toExportedRepository(chat.repository, chat.errors),
-    [chat.repository, chat.errors],
+    () => toExportedRepository(chat.repository, chat.errors, chat.refusals),
+    [chat.repository, chat.errors, chat.refusals],
   );
   const running = isRunning(chat);
 

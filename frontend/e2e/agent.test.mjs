@@ -6,6 +6,7 @@
 // turn.
 
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { browserSuite, keepScreenshot } from "./harness.mjs";
 import { assistantMessages, norm, openNewChat, poll, send, seriousViolations, waitIdle } from "./helpers.mjs";
 
@@ -77,6 +78,52 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(turn.status.type, "complete");
   });
 
+  test("a stale question: the person sent something else instead, so the old form says so and is gone", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "ask me what to do");
+    const ask = assistantMessages(page).first().locator("[data-testid=tool-call][data-tool=ask_user]");
+    await ask.getByRole("button", { name: "Make a plan" }).waitFor();
+    await waitIdle(page);
+    await send(page, "never mind, what is 2+2?");
+    await poll(async () => (await assistantMessages(page).count()) === 2, { message: "a second reply" });
+    await waitIdle(page);
+    await ask.getByTestId("stale-turn").waitFor();
+    assert.equal(norm(await ask.getByTestId("stale-turn").innerText()), "This question was not answered; the conversation moved on.");
+    assert.equal(await ask.getByRole("button").count(), 0, "no buttons left on the stale form");
+    assert.equal(await ask.getByRole("textbox").count(), 0, "no answer box on the stale form");
+    assert.equal(await ask.getAttribute("data-state"), "interrupted");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a stale question");
+    const snap = await ctx.snapshot(threadId);
+    assert.equal(snap.messages.length, 4, "question, waiting turn, the other message, its reply");
+  });
+
+  test("a stale approval: the service moved on elsewhere, Approve is refused in words and the card says so", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    await useDemo(page);
+    await send(page, "what time is it?");
+    const call = assistantMessages(page).first().locator("[data-testid=tool-call][data-tool=clock]");
+    await call.getByRole("button", { name: "Approve" }).waitFor();
+    await waitIdle(page);
+    // Another tab sends a message below the waiting turn: this page does not know.
+    const waiting = (await ctx.snapshot(threadId)).messages.at(-1);
+    await ctx.runDirect(threadId, {
+      message: { id: randomUUID(), content: "something else" },
+      parent_message_id: waiting.id,
+      run_config: { model: "builtin:demo" },
+    });
+    await call.getByRole("button", { name: "Approve" }).click();
+    const notice = page.getByTestId("thread-notice");
+    await notice.waitFor();
+    const said = norm(await notice.innerText());
+    assert.match(said, /moved on/, "the refusal in words");
+    assert.doesNotMatch(said, /[0-9a-f]{8}-[0-9a-f]{4}-/i, "no raw id in the notice");
+    await call.getByTestId("stale-turn").waitFor();
+    assert.equal(await call.getByRole("button", { name: "Approve" }).count(), 0, "no Approve left");
+    assert.equal(await call.getByText("Approved.").count(), 0, "never says Approved.");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a stale approval");
+  });
+
   test("a tool call: calculator's arguments and result inside the one reply that answers", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
     await useDemo(page);
@@ -121,6 +168,16 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok((await items.count()) >= 2, `tasks in the plan, got ${await items.count()}`);
     assert.equal(await plan.locator("li[data-done=false]").count(), 0, "every task ticked at the end");
     assert.equal(await assistantMessages(page).last().getByTestId("plan").count(), 1, "the plan shown once");
+    // Once: not also as a Markdown checklist in the text beside the card.
+    const text = norm(await assistantMessages(page).last().innerText());
+    assert.equal(text.split("Break it into small steps").length - 1, 1, `the tasks once in the reply, got ${text}`);
+    assert.equal(await assistantMessages(page).last().locator("input[type=checkbox]").count(), 0, "no checkboxes");
+    // Its ticks are pictures with words, not controls.
+    assert.equal(await plan.getByRole("img", { name: "Done" }).count(), await items.count(), "a Done icon per task");
+    assert.equal(await plan.getByRole("checkbox").count(), 0, "nothing to tick by hand");
+    // The reasoning says how long it thought.
+    assert.match(norm(await reasoning.getByTestId("reasoning-label").innerText()), /^Thought for \d+ s$/);
+    assert.equal(await reasoning.locator("summary").getAttribute("aria-expanded"), "true", "opened, and says so");
     await keepScreenshot(page, "agent-plan");
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a plan");
   });
@@ -150,6 +207,18 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const call = toolCall(page, "wait");
     await call.waitFor();
     assert.equal(await call.getAttribute("data-state"), "running");
+    // A running call: a closed disclosure that says so, a spinner and the time it has run.
+    const summary = call.locator("summary");
+    assert.equal(await summary.getAttribute("aria-expanded"), "false");
+    assert.equal(await summary.locator(".chevron").count(), 1, "a chevron shows it opens");
+    assert.equal(await call.locator(".spinner").count(), 1, "a spinner while it runs");
+    await poll(async () => /^[1-9]\d* s$/.test(norm(await call.getByTestId("tool-elapsed").innerText())), {
+      message: "the elapsed time counts",
+    });
+    await summary.click();
+    assert.equal(await summary.getAttribute("aria-expanded"), "true");
+    await call.getByText("Arguments").waitFor();
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, a running tool call");
     await page.reload();
     const again = toolCall(page, "wait");
     await again.waitFor();

@@ -1,4 +1,4 @@
-// The sidebar: rename, delete, paging.
+// The sidebar: rename, delete with undo, paging.
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -8,6 +8,7 @@ import {
   openNewChat,
   poll,
   send,
+  seriousViolations,
   waitIdle,
 } from "./helpers.mjs";
 
@@ -30,12 +31,34 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await page.reload();
     await poll(async () => norm(await item.innerText()).includes("Renamed thread"), { message: "title after reload" });
 
-    page.once("dialog", (d) => void d.accept());
+    // Delete asks no question: the thread goes at once, with an Undo for a few seconds.
+    page.once("dialog", (d) => assert.fail(`no browser dialog, got ${d.type()}: ${d.message()}`));
     await item.hover();
     await item.getByRole("button", { name: "Delete" }).click();
     await page.waitForURL("**/welcome");
     await item.waitFor({ state: "detached" });
-    assert.equal((await ctx.service(`/threads/${threadId}`)).status, 404);
+    const toast = page.getByTestId("undo-toast");
+    assert.match(norm(await toast.innerText()), /Deleted “Renamed thread”\. Undo/);
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, the undo toast");
+    assert.equal((await ctx.service(`/threads/${threadId}`)).status, 200, "not deleted while Undo is offered");
+    await poll(async () => (await ctx.service(`/threads/${threadId}`)).status === 404, { message: "deleted after the toast", timeout: 15_000 });
+    await toast.waitFor({ state: "detached" });
+  });
+
+  test("Undo brings a deleted thread back, and the service never deletes it", async ({ page, ctx }) => {
+    const threadId = randomUUID();
+    await ctx.runDirect(threadId, { message: { content: "Keep me after all" }, parent_message_id: null });
+    await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
+    const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
+    await item.hover();
+    await item.getByRole("button", { name: "Delete" }).click();
+    await item.waitFor({ state: "detached" });
+    await page.getByTestId("undo-toast").getByRole("button", { name: "Undo" }).click();
+    await item.waitFor();
+    assert.equal(await page.getByTestId("undo-toast").count(), 0, "the toast goes with the Undo");
+    // Past the time Undo was offered: still there.
+    await new Promise((r) => setTimeout(r, 6000));
+    assert.equal((await ctx.service(`/threads/${threadId}`)).status, 200);
   });
 
   test("a thread whose first reply failed is titled by its question", async ({ page, ctx }) => {

@@ -19,6 +19,7 @@ import {
   type Handoff,
 } from "./api";
 import { describeError } from "./errors";
+import { OUTAGE, OUTAGE_CODE, backoff, isOutage } from "./outage";
 import { readNdjson } from "./ndjson";
 import { chatReducer, deletedNotice, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
 import { continuation, runTools, type ToolAnswer } from "./tools";
@@ -42,6 +43,9 @@ function serverToolNames(): Promise<string[] | null> {
 export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
 
 const MAX_RESYNC = 6;
+
+/** Why an answer to a waiting turn was not taken: the conversation went on below it. */
+export const STALE_TURN = "This question was not answered; the conversation moved on.";
 
 // A handoff survives a remount of the same page (React may mount twice) until
 // its request got an answer; a reload starts without it.
@@ -110,6 +114,8 @@ export class ThreadController {
   /** Highest sequence seen per run, so a resync never asks for events twice. */
   private seen: { runId: string; sequence: number } | null = null;
   private refused: Refused | null = null;
+  /** Failed attempts to reach the service in a row, for the backoff. */
+  private outages = 0;
   /** Gives a refused first message (from the welcome page) to the composer. */
   private returnDraft: ((text: string) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
@@ -255,16 +261,27 @@ export class ThreadController {
    * controls come back.
    */
   answer = async (messageId: string, answer: ToolAnswer): Promise<void> => {
-    const message = this.state.chat.repository.messages.find((m) => m.message.id === messageId)?.message;
+    const repository = this.state.chat.repository;
+    const message = repository.messages.find((m) => m.message.id === messageId)?.message;
     if (!message) return;
+    // Something follows the turn: the service would refuse the answer.
+    if (repository.messages.some((m) => m.parentId === messageId)) {
+      this.answers.delete(messageId);
+      this.dispatch({ type: "answer_refused", messageId, message: STALE_TURN });
+      return;
+    }
     const given = this.answers.get(messageId) ?? new Map<string, ToolAnswer>();
     given.set(answer.toolCallId, answer);
     this.answers.set(messageId, given);
     const body = continuation(message, given);
     if (!body) return;
     this.answers.delete(messageId);
-    await this.run(body, undefined, messageId).catch(() => {
-      /* the notice says why */
+    await this.run(body, undefined, messageId).catch((err: unknown) => {
+      // The notice says why; the card gets its controls back, or learns from
+      // the snapshot that the conversation moved on below it.
+      const moved = err instanceof ApiError && err.code === "invalid_fork";
+      this.dispatch({ type: "answer_refused", messageId, message: moved ? STALE_TURN : describeError(err).message });
+      if (moved) void this.resync(1);
     });
   };
 
@@ -407,6 +424,18 @@ export class ThreadController {
     }
   }
 
+  /**
+   * The service cannot be reached: the page says so (a thread not loaded
+   * yet stays "loading", not an empty chat), then asks again with backoff,
+   * as long as nothing else took over.
+   */
+  private async waitOutOutage(gen: number): Promise<void> {
+    this.dispatch({ type: "stream_lost", error: { code: OUTAGE_CODE, message: OUTAGE } });
+    await new Promise((r) => setTimeout(r, backoff(this.outages++)));
+    if (gen !== this.generation) return;
+    return this.resync(1);
+  }
+
   /** Loads the thread's snapshot and rejoins its active run, if any. */
   private async resync(attempt: number): Promise<void> {
     if (attempt > MAX_RESYNC) {
@@ -423,11 +452,14 @@ export class ThreadController {
       snapshot = await getSnapshot(this.threadId);
     } catch (err) {
       if (gen !== this.generation) return;
+      if (isOutage(err)) return this.waitOutOutage(gen);
       if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
       this.dispatch({ type: "stream_lost", error: describeError(err) });
       return;
     }
+    this.outages = 0;
     if (gen !== this.generation) return;
+    if (this.state.chat.notice?.code === OUTAGE_CODE) this.dispatch({ type: "dismiss_notice" });
     if (!snapshot) {
       const c = this.state.chat;
       if (c.repository.messages.length === 0 && !c.pending) this.setState({ ...this.state, notFound: true });

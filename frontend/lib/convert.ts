@@ -10,7 +10,7 @@ import {
   type ThreadMessage,
   type ThreadMessageLike,
 } from "@assistant-ui/react";
-import type { RunError } from "./reducer";
+import type { AnswerRefusal, RunError } from "./reducer";
 import { CLIENT_TOOL_NAMES } from "./tools";
 import { runIdOf } from "./reducer";
 import type { WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
@@ -194,17 +194,26 @@ function assistantParts(content: WireMessagePart[], waiting: boolean): Assistant
   return out;
 }
 
-export function toMessageLike(message: WireMessage, errors: Errors): ThreadMessageLike {
+/**
+ * How this page sees a waiting turn: stale when the conversation moved on
+ * below it (it has a child, so the service refuses answers to it); refusal
+ * counts the page's answers the service refused, with the last one's words.
+ */
+export type TurnView = { stale?: boolean; refusal?: AnswerRefusal | undefined };
+
+export function toMessageLike(message: WireMessage, errors: Errors, view: TurnView = {}): ThreadMessageLike {
   const custom = { ...(message.metadata?.custom ?? {}) };
   const runId = runIdOf(message);
   if (runId) custom.runId = runId;
+  if (view.stale) custom.stale = true;
+  if (view.refusal) custom.refusal = view.refusal;
   const createdAt = message.createdAt ? new Date(message.createdAt) : undefined;
   const base = { id: message.id, ...(createdAt && !Number.isNaN(createdAt.getTime()) ? { createdAt } : {}) };
   const content = Array.isArray(message.content) ? message.content : [];
   switch (message.role) {
     case "assistant": {
       const status = toStatus(message, errors);
-      return { ...base, role: "assistant", content: assistantParts(content, message.status?.type === "requires-action"), ...(status ? { status } : {}), metadata: { custom } };
+      return { ...base, role: "assistant", content: assistantParts(content, message.status?.type === "requires-action" && !view.stale), ...(status ? { status } : {}), metadata: { custom } };
     }
     case "system": {
       const text = content.filter(isText).map((p) => p.text).join("");
@@ -221,18 +230,23 @@ export function toMessageLike(message: WireMessage, errors: Errors): ThreadMessa
   }
 }
 
-type Cached = { errors: RunError | undefined; message: ThreadMessage };
+type Cached = { errors: RunError | undefined; stale: boolean; refusal: AnswerRefusal | undefined; message: ThreadMessage };
 const cache = new WeakMap<WireMessage, Cached>();
 
-function convert(message: WireMessage, parentId: string | null, errors: Errors): ThreadMessage {
+function convert(message: WireMessage, parentId: string | null, errors: Errors, view: { stale: boolean; refusal: AnswerRefusal | undefined }): ThreadMessage {
   const runId = runIdOf(message);
   const err = runId ? errors[runId] : undefined;
   const hit = cache.get(message);
-  if (hit && hit.errors === err) return hit.message;
-  const [item] = ExportedMessageRepository.fromBranchableArray([{ message: toMessageLike(message, errors), parentId }])
+  if (hit && hit.errors === err && hit.stale === view.stale && hit.refusal === view.refusal) return hit.message;
+  const [item] = ExportedMessageRepository.fromBranchableArray([{ message: toMessageLike(message, errors, view), parentId }])
     .messages;
-  cache.set(message, { errors: err, message: item!.message });
+  cache.set(message, { errors: err, stale: view.stale, refusal: view.refusal, message: item!.message });
   return item!.message;
+}
+
+/** Whether a waiting turn can no longer be answered: something follows it. */
+function staleWaiting(message: WireMessage, parents: ReadonlySet<string | null>): boolean {
+  return message.role === "assistant" && message.status?.type === "requires-action" && parents.has(message.id);
 }
 
 /**
@@ -240,9 +254,20 @@ function convert(message: WireMessage, parentId: string | null, errors: Errors):
  * Unchanged messages keep their converted object, so only the streaming
  * message re-renders per token.
  */
-export function toExportedRepository(repo: WireRepository, errors: Errors): ExportedMessageRepository {
+export function toExportedRepository(
+  repo: WireRepository,
+  errors: Errors,
+  refusals: Readonly<Record<string, AnswerRefusal>> = {},
+): ExportedMessageRepository {
+  const parents = new Set(repo.messages.map((m) => m.parentId));
   return {
     headId: repo.headId,
-    messages: repo.messages.map(({ message, parentId }) => ({ message: convert(message, parentId, errors), parentId })),
+    messages: repo.messages.map(({ message, parentId }) => ({
+      message: convert(message, parentId, errors, {
+        stale: staleWaiting(message, parents),
+        refusal: refusals[message.id],
+      }),
+      parentId,
+    })),
   };
 }

@@ -48,6 +48,9 @@ export type FollowedRun = {
 /** An error to show; `retry` when a Retry of the kept draft makes sense. */
 export type RunError = { code: string; message: string; retry?: boolean };
 
+/** The service refused the page's answer to a waiting turn; n counts refusals. */
+export type AnswerRefusal = { n: number; message: string };
+
 export type ChatState = {
   repository: WireRepository;
   /** The run whose events are applied; null when none was seen. */
@@ -62,6 +65,8 @@ export type ChatState = {
   notice: RunError | null;
   /** The thread was deleted while a run streamed (an error event not_found ended it). */
   deleted: boolean;
+  /** Refused answers to waiting turns, by the turn's message id. */
+  refusals: Readonly<Record<string, AnswerRefusal>>;
 };
 
 export type ChatAction =
@@ -77,6 +82,8 @@ export type ChatAction =
   | { type: "set_head"; headId: string }
   /** Something to tell the user that belongs to no message (a failed upload, head report). */
   | { type: "notice"; error: RunError }
+  /** The service refused an answer to the waiting turn messageId. */
+  | { type: "answer_refused"; messageId: string; message: string }
   | { type: "dismiss_notice" };
 
 export const emptyRepository: WireRepository = { headId: null, messages: [] };
@@ -89,6 +96,7 @@ export const initialChatState: ChatState = {
   pending: false,
   notice: null,
   deleted: false,
+  refusals: {},
 };
 
 export function isRunning(state: ChatState): boolean {
@@ -131,6 +139,10 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       return { ...state, notice: action.error };
     case "dismiss_notice":
       return state.notice ? { ...state, notice: null } : state;
+    case "answer_refused": {
+      const n = (state.refusals[action.messageId]?.n ?? 0) + 1;
+      return { ...state, refusals: { ...state.refusals, [action.messageId]: { n, message: action.message } } };
+    }
   }
 }
 

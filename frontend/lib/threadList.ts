@@ -1,8 +1,11 @@
 // The sidebar's thread list as an external store (subscribe/getState, for
 // useSyncExternalStore): pages of GET /threads, reloaded when a run starts or
-// ends (THREADS_CHANGED) and after a rename or delete. Never polled.
+// ends (THREADS_CHANGED) and after a rename or delete. Never polled; while
+// the service cannot be reached it says so and asks again with backoff.
 
 import { listThreads } from "./api";
+import { describeError } from "./errors";
+import { OUTAGE, backoff, isOutage } from "./outage";
 import type { ThreadSummary } from "./types";
 
 export type ThreadListState = {
@@ -15,13 +18,16 @@ export type ThreadListState = {
 
 const PAGE = 20;
 
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** An error in words: the outage sentence, or the service's refusal without ids. */
+const message = (err: unknown) => (isOutage(err) ? OUTAGE : describeError(err).message);
 
 export class ThreadListStore {
   private state: ThreadListState = { threads: [], cursor: null, loading: false, loaded: false, error: null };
   private readonly listeners = new Set<() => void>();
   private pages = 1;
   private request = 0;
+  private retries = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   subscribe = (listener: () => void): (() => void) => {
     this.listeners.add(listener);
@@ -47,10 +53,28 @@ export class ThreadListStore {
         next = page.next_cursor;
         if (!next) break;
       }
+      this.retries = 0;
       if (req === this.request) this.set({ threads: all, cursor: next, error: null, loading: false, loaded: true });
     } catch (err) {
-      if (req === this.request) this.set({ error: message(err), loading: false, loaded: true });
+      if (req !== this.request) return;
+      this.set({ error: message(err), loading: false, loaded: true });
+      if (isOutage(err)) this.retryLater();
     }
+  };
+
+  /** Asks again after a wait that grows with each failure; one wait at a time. */
+  private retryLater(): void {
+    if (this.retryTimer !== null) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.refresh();
+    }, backoff(this.retries++));
+  }
+
+  /** Stops asking again (the list goes away). */
+  dispose = (): void => {
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
   };
 
   loadMore = async (): Promise<void> => {
@@ -76,5 +100,6 @@ export class ThreadListStore {
   /** Shows a change at once (a rename, a delete) before the reload confirms it. */
   update = (fn: (threads: ThreadSummary[]) => ThreadSummary[]): void => this.set({ threads: fn(this.state.threads) });
 
-  setError = (error: string | null): void => this.set({ error });
+  /** Shows what went wrong (in words; an Error is described), or null. */
+  setError = (error: unknown): void => this.set({ error: error === null ? null : message(error) });
 }

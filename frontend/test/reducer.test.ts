@@ -358,3 +358,12 @@ test("agent events replayed after they were applied change nothing", () => {
   const twice = fold(once, events.slice(1));
   assert.deepEqual(partsOf(twice, "a1"), partsOf(once, "a1"));
 });
+
+test("answer_refused counts the refusals of a waiting turn's answers, with the last one's words", () => {
+  let s: ChatState = initialChatState;
+  s = chatReducer(s, { type: "answer_refused", messageId: "a1", message: "first" });
+  assert.deepEqual(s.refusals, { a1: { n: 1, message: "first" } });
+  s = chatReducer(s, { type: "answer_refused", messageId: "a1", message: "again" });
+  s = chatReducer(s, { type: "answer_refused", messageId: "a2", message: "other" });
+  assert.deepEqual(s.refusals, { a1: { n: 2, message: "again" }, a2: { n: 1, message: "other" } });
+});
