@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -67,6 +68,7 @@ func failoverDB(t testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
+	onEveryNode(t, base, name)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -76,6 +78,36 @@ func failoverDB(t testing.TB) string {
 		}
 	})
 	return pgtest.WithDatabase(base, name)
+}
+
+// onEveryNode waits until database name can be opened on every host of
+// the multi-host URL base: the standby replays the CREATE DATABASE after
+// the primary's commit returns, and a replica whose first host is a
+// standby without it is refused there (pgx tries no other host after a
+// server's refusal).
+func onEveryNode(t testing.TB, base, name string) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range strings.Split(u.Host, ",") {
+		one := *u
+		one.Host, one.Path = host, "/"+name
+		q := one.Query()
+		q.Del("target_session_attrs")
+		one.RawQuery = q.Encode()
+		wait.Eventually(t, 30*time.Second, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, one.String())
+			if err != nil {
+				return false
+			}
+			_ = c.Close(ctx)
+			return true
+		}, "database %s never appeared on %s", name, host)
+	}
 }
 
 // killPrimary kills the primary's node and, when the test ends, brings it
