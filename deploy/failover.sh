@@ -100,19 +100,8 @@ as_pg() {
 	fi
 }
 
-make_reachable() {
-	[[ $EUID -eq 0 ]] || return 0
-	local d="" part
-	local IFS=/
-	for part in ${BASE#/}; do
-		d="$d/$part"
-		[[ -d $d ]] || break
-		if ! runuser -u postgres -- test -x "$d" 2>/dev/null; then
-			say "chmod o+x $d (so the postgres user can reach $BASE)"
-			chmod o+x "$d"
-		fi
-	done
-}
+# shellcheck source=deploy/reachable.sh
+. "$(dirname "${BASH_SOURCE[0]}")/reachable.sh"
 
 lock() {
 	mkdir -p "$BASE"

@@ -107,20 +107,8 @@ install_postgres() {
 		die "apt-get install $pkg failed"
 }
 
-# make_reachable lets the postgres user traverse every directory above BASE.
-make_reachable() {
-	[[ $EUID -eq 0 ]] || return 0
-	local d="" part
-	local IFS=/
-	for part in ${BASE#/}; do
-		d="$d/$part"
-		[[ -d $d ]] || break
-		if ! runuser -u postgres -- test -x "$d" 2>/dev/null; then
-			say "chmod o+x $d (so the postgres user can reach $BASE)"
-			chmod o+x "$d"
-		fi
-	done
-}
+# shellcheck source=deploy/reachable.sh
+. "$(dirname "${BASH_SOURCE[0]}")/reachable.sh"
 
 is_initialized() { [[ -f $DATA/PG_VERSION ]]; }
 
