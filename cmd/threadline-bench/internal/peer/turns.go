@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/client"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -97,22 +99,6 @@ func (b *peerBench) turn(ctx context.Context, threadID, parent uuid.UUID) (runRe
 	})
 }
 
-// wireEvent is an NDJSON event as a client decodes it.
-type wireEvent struct {
-	Type              string `json:"type"`
-	RunID             string `json:"run_id"`
-	Sequence          int64  `json:"sequence"`
-	MessageID         string `json:"message_id"`
-	Text              string `json:"text"`
-	Error             string `json:"error"`
-	Code              string `json:"code"`
-	RunStatus         string `json:"run_status"`
-	MessageRepository *struct {
-		HeadID   *string           `json:"headId"`
-		Messages []json.RawMessage `json:"messages"`
-	} `json:"messageRepository"`
-}
-
 type httpRunResult struct {
 	elapsed  time.Duration
 	tokens   int
@@ -144,12 +130,19 @@ func (b *peerBench) runHTTP(ctx context.Context, threadID uuid.UUID, body map[st
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return res, fmt.Errorf("POST runs/stream: %s: %s", resp.Status, msg)
 	}
-	dec := json.NewDecoder(resp.Body)
+	// The Go client's events, without decoding a snapshot's tree (the
+	// peer's client reads no more of it either), so the figure stays the
+	// service's.
+	br := bufio.NewReader(resp.Body)
 	for {
-		var ev wireEvent
-		if err := dec.Decode(&ev); err == io.EOF {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
 			break
-		} else if err != nil {
+		} else if err != nil && err != io.EOF {
+			return res, fmt.Errorf("read stream: %w", err)
+		}
+		var ev client.Event
+		if err := client.DecodeEventHead(line, &ev); err != nil {
 			return res, fmt.Errorf("read stream: %w", err)
 		}
 		if ev.Sequence != res.lastSeq+1 {
@@ -160,8 +153,8 @@ func (b *peerBench) runHTTP(ctx context.Context, threadID uuid.UUID, body map[st
 		case thread.KindToken:
 			res.tokens++
 		case thread.KindSnapshot:
-			if res.headID == uuid.Nil && ev.MessageRepository != nil && ev.MessageRepository.HeadID != nil {
-				res.headID, _ = uuid.Parse(*ev.MessageRepository.HeadID)
+			if res.headID == uuid.Nil && ev.Repository != nil && ev.Repository.HeadID != nil {
+				res.headID, _ = uuid.Parse(*ev.Repository.HeadID)
 			}
 			if ev.RunStatus != string(thread.RunRunning) {
 				if ev.RunStatus != string(thread.RunSucceeded) {
