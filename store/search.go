@@ -1,7 +1,7 @@
 package store
 
 // Search over every checkpoint of a caller's threads: the tsvector column
-// and the trigram index of migration 0014.
+// of migration 0014 and the trigram index of code-like words of 0016.
 
 import (
 	"context"
@@ -134,7 +134,9 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 		// message's text for every hit of a common word).
 		substrArg = a.add(t.substr)
 		pat := a.add("%" + likeEscape(t.substr) + "%")
-		like := "checkpoint_search_text(c.content) ILIKE " + pat
+		// checkpoint_code_text (migration 0016) holds every code-like
+		// word, so every place a code-like query is a substring of.
+		like := "checkpoint_code_text(c.content) ILIKE " + pat
 		score = "CASE WHEN " + match + " THEN " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " + " + score +
 			" ELSE " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " END"
 		match = "(" + match + " OR " + like + ")"
