@@ -158,7 +158,7 @@ func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, prog
 	}
 	for _, sql := range []string{
 		`CREATE INDEX checkpoints_search_tsv ON checkpoints USING gin (search_tsv)`,
-		`CREATE INDEX checkpoints_search_code ON checkpoints USING gin (checkpoint_code_text(content) gin_trgm_ops) WHERE checkpoint_code_text(content) IS NOT NULL`,
+		`CREATE INDEX checkpoints_search_code ON checkpoints USING gin (checkpoint_code_text(content) gin_trgm_ops)`,
 		`VACUUM ANALYZE threads`, `VACUUM ANALYZE checkpoints`,
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
