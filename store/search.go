@@ -1,10 +1,11 @@
 package store
 
 // Search over every checkpoint of a caller's threads: the tsvector column
-// and the trigram index of migration 0014.
+// of migration 0014 and the trigram index of code-like words of 0016.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,6 +32,40 @@ const substringScore = 0.001
 
 // maxSnippetRunes caps a snippet.
 const maxSnippetRunes = 320
+
+// Defaults of searchTuning.
+const (
+	// searchWindow is how many matches of a common query are ranked.
+	searchWindow = 500
+	// searchCommonShare is the share of all messages the planner must
+	// expect a query to match for it to be common.
+	searchCommonShare = 0.1
+	// searchCommonMinRows is the fewest messages a database must hold
+	// for any query to be common: below it every match is ranked.
+	searchCommonMinRows = 50000
+)
+
+// searchTuning says when a query is common and how many of its matches
+// are ranked. A query of a word most messages hold would otherwise read
+// and rank every message of the caller that holds it.
+type searchTuning struct {
+	window  int     // matches ranked (0: searchWindow)
+	share   float64 // expected share of matches (0: searchCommonShare)
+	minRows float64 // fewest messages (0: searchCommonMinRows; < 0: none)
+}
+
+func (t searchTuning) get() searchTuning {
+	if t.window == 0 {
+		t.window = searchWindow
+	}
+	if t.share == 0 {
+		t.share = searchCommonShare
+	}
+	if t.minRows == 0 {
+		t.minRows = searchCommonMinRows
+	}
+	return t
+}
 
 // searchTerms is a query split for SQL: the words and phrases for
 // websearch_to_tsquery, the prefixes for to_tsquery, and the substring for
@@ -105,11 +140,9 @@ func (a *sqlArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// searchSQL builds the query of q for caller.
-func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
-	t := parseSearch(q.Text)
-	var a sqlArgs
-	callerArg := a.add(caller)
+// tsqueryExpr is the tsquery of t's words and prefixes, its arguments
+// numbered by a ("" when t has none).
+func tsqueryExpr(t searchTerms, a *sqlArgs) string {
 	var tsq []string
 	if wordChars(t.web) != "" {
 		tsq = append(tsq, "websearch_to_tsquery('english', "+a.add(t.web)+")")
@@ -121,9 +154,24 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 		}
 		tsq = append(tsq, "to_tsquery('english', "+a.add(strings.Join(ps, " & "))+")")
 	}
-	tsqExpr := "''::tsquery"
-	if len(tsq) > 0 {
-		tsqExpr = "(" + strings.Join(tsq, " && ") + ")"
+	if len(tsq) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(tsq, " && ") + ")"
+}
+
+// searchSQL builds the query of q for caller. ranked > 0 ranks only the
+// first ranked matches found going through the caller's threads from the
+// most recently active, each thread's newest message first (for a common
+// query, see MessageSearch); 0 ranks every match.
+func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, bool) {
+	t := parseSearch(q.Text)
+	var a sqlArgs
+	callerArg := a.add(caller)
+	tsqExpr := tsqueryExpr(t, &a)
+	words := tsqExpr != ""
+	if !words {
+		tsqExpr = "''::tsquery"
 	}
 	match := "c.search_tsv @@ " + tsqExpr
 	score := "ts_rank(c.search_tsv, " + tsqExpr + ", 1)"
@@ -134,7 +182,9 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 		// message's text for every hit of a common word).
 		substrArg = a.add(t.substr)
 		pat := a.add("%" + likeEscape(t.substr) + "%")
-		like := "checkpoint_search_text(c.content) ILIKE " + pat
+		// checkpoint_code_text (migration 0016) holds every code-like
+		// word, so every place a code-like query is a substring of.
+		like := "checkpoint_code_text(c.content) ILIKE " + pat
 		score = "CASE WHEN " + match + " THEN " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " + " + score +
 			" ELSE " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " END"
 		match = "(" + match + " OR " + like + ")"
@@ -146,7 +196,7 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 	if q.Title != "" {
 		threads += " AND title ILIKE " + a.add("%"+likeEscape(q.Title)+"%")
 	}
-	where := []string{"c.thread_id = ANY (ARRAY(" + threads + "))", match}
+	where := []string{match}
 	if !q.From.IsZero() {
 		where = append(where, "c.created_at >= "+a.add(q.From.UTC()))
 	}
@@ -155,6 +205,17 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 	}
 	if q.Role != "" {
 		where = append(where, "c.role = "+a.add(q.Role))
+	}
+	from := "checkpoints c WHERE c.thread_id = ANY (ARRAY(" + threads + ")) AND " + strings.Join(where, " AND ")
+	if ranked > 0 && t.substr == "" {
+		// The threads newest first and each one's messages newest first,
+		// until ranked matches: the match is a filter here (IS TRUE keeps
+		// the planner off the full-text index, which would be read again
+		// for every thread), so only the messages up to the last match
+		// ranked are read.
+		where[0] = "(" + match + ") IS TRUE"
+		from = "(SELECT c.* FROM (" + threads + " ORDER BY updated_at DESC) t CROSS JOIN LATERAL (SELECT c.* FROM checkpoints c WHERE c.thread_id = t.id AND " +
+			strings.Join(where, " AND ") + " ORDER BY c.seq DESC) c LIMIT " + a.add(ranked) + ") c"
 	}
 	keyset := "true"
 	if q.After != nil {
@@ -173,20 +234,59 @@ func searchSQL(caller string, q thread.SearchQuery) (string, []any, bool) {
 	sql := `SELECT p.thread_id, t.title, p.id, p.role, p.created_at, p.score, ` + headline + `, ` + window + `
 	FROM (SELECT s.* FROM (
 		SELECT c.thread_id, c.id, c.role, c.created_at, c.content, (` + score + `)::real AS score
-		FROM checkpoints c
-		WHERE ` + strings.Join(where, " AND ") + `
+		FROM ` + from + `
 	) s WHERE ` + keyset + ` ORDER BY s.score DESC, s.created_at DESC, s.id DESC LIMIT ` + limit + `) p
 	JOIN threads t ON t.id = p.thread_id AND t.caller = ` + callerArg + `,
 	LATERAL (SELECT checkpoint_search_text(p.content) AS doc) d
 	ORDER BY p.score DESC, p.created_at DESC, p.id DESC`
-	return sql, a, len(tsq) > 0 || t.substr != ""
+	return sql, a, words || t.substr != ""
+}
+
+// searchRanked is how many matches of q to rank: 0 (all) unless the
+// planner expects q to match a large share of a large table's messages
+// (a common word), read from its statistics without running the query.
+// A query that looks like code (also a substring) ranks all.
+func (s *Store) searchRanked(ctx context.Context, q thread.SearchQuery) (int, error) {
+	t := parseSearch(q.Text)
+	var a sqlArgs
+	expr := tsqueryExpr(t, &a)
+	if t.substr != "" || expr == "" {
+		return 0, nil
+	}
+	tun := s.search.get()
+	b := &pgx.Batch{}
+	var rows float64
+	var plan string
+	b.Queue(`SELECT reltuples FROM pg_class WHERE oid = 'checkpoints'::regclass`).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
+	b.Queue(`EXPLAIN (FORMAT JSON) SELECT 1 FROM checkpoints c WHERE c.search_tsv @@ `+expr, a...).QueryRow(func(r pgx.Row) error { return r.Scan(&plan) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return 0, fmt.Errorf("estimate: %w", err)
+	}
+	var p []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	if err := json.Unmarshal([]byte(plan), &p); err != nil || len(p) == 0 {
+		return 0, fmt.Errorf("estimate: plan %q: %w", plan, err)
+	}
+	if rows < tun.minRows || p[0].Plan.Rows/max(rows, 1) < tun.share {
+		return 0, nil
+	}
+	return tun.window, nil
 }
 
 // MessageSearch returns a page of the caller's messages that match q, on
 // every branch of every thread, best first: invalid_request when q has
-// nothing to search for. Another caller's threads are never read.
+// nothing to search for. Another caller's threads are never read. A
+// common query (see searchRanked) ranks only the first matches found going
+// back from the caller's most recently active thread.
 func (s *Store) MessageSearch(ctx context.Context, caller string, q thread.SearchQuery) ([]thread.SearchHit, error) {
-	sql, args, ok := searchSQL(caller, q)
+	ranked, err := s.searchRanked(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", interpretError(err))
+	}
+	sql, args, ok := searchSQL(caller, q, ranked)
 	if !ok {
 		return nil, errcode.New(errcode.Invalid, "q has no words to search for")
 	}

@@ -107,7 +107,6 @@ func corpus(t *testing.T) *searchFixture {
 // sources are found, on every branch, and only in the caller's threads.
 func TestMessageSearchMatches(t *testing.T) {
 	t.Parallel()
-	f := corpus(t)
 	cases := []struct {
 		q    string
 		want []string // in any order
@@ -132,13 +131,17 @@ func TestMessageSearchMatches(t *testing.T) {
 		{"nothingmatcheshere", nil},                 //
 		{"secrets", nil},                            // bob's title, not a message
 	}
-	for _, tc := range cases {
-		got := f.names(f.search(t, "alice", thread.SearchQuery{Text: tc.q}))
-		slices.Sort(got)
-		want := slices.Clone(tc.want)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("search %q: got %v, want %v", tc.q, got, want)
+	for _, m := range searchModes {
+		f := corpus(t)
+		m.set(f.s)
+		for _, tc := range cases {
+			got := f.names(f.search(t, "alice", thread.SearchQuery{Text: tc.q}))
+			slices.Sort(got)
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: search %q: got %v, want %v", m.name, tc.q, got, want)
+			}
 		}
 	}
 }
@@ -222,7 +225,6 @@ func TestMessageSearchRanking(t *testing.T) {
 // TestMessageSearchFilters: title, role and dates narrow the hits.
 func TestMessageSearchFilters(t *testing.T) {
 	t.Parallel()
-	f := corpus(t)
 	cases := []struct {
 		name string
 		q    thread.SearchQuery
@@ -237,13 +239,17 @@ func TestMessageSearchFilters(t *testing.T) {
 		{"to", thread.SearchQuery{Text: "fox or parse or toml", To: t0.Add(time.Hour + time.Minute)}, []string{"q1", "r1", "p1"}},
 		{"from and to", thread.SearchQuery{Text: "fox or parse or toml", From: t0.Add(time.Minute), To: t0.Add(time.Hour + time.Minute)}, []string{"r1", "p1"}},
 	}
-	for _, tc := range cases {
-		got := f.names(f.search(t, "alice", tc.q))
-		slices.Sort(got)
-		want := slices.Clone(tc.want)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: got %v, want %v", tc.name, got, want)
+	for _, m := range searchModes {
+		f := corpus(t)
+		m.set(f.s)
+		for _, tc := range cases {
+			got := f.names(f.search(t, "alice", tc.q))
+			slices.Sort(got)
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %s: got %v, want %v", m.name, tc.name, got, want)
+			}
 		}
 	}
 }

@@ -36,6 +36,8 @@ type Store struct {
 	// peers says another live process shares the database (Notifier):
 	// only then does the group commit send wake-ups.
 	peers atomic.Bool
+	// search tunes MessageSearch's plan for common words (zero: defaults).
+	search searchTuning
 	// rawMax caps one run's raw records (SetRawMaxBytes).
 	rawMax int64
 	// hints speed up reading running runs' logs again (runlog.go).

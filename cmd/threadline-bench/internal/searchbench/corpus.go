@@ -136,7 +136,7 @@ FROM (SELECT (SELECT count(*) FROM th) AS n) AS forced,
 // indexes, then builds them.
 func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, progress func(string, ...any)) error {
 	per := c.opt.messages / c.opt.threads
-	if _, err := pool.Exec(ctx, `DROP INDEX checkpoints_search_trgm; DROP INDEX checkpoints_search_tsv`); err != nil {
+	if _, err := pool.Exec(ctx, `DROP INDEX checkpoints_search_code; DROP INDEX checkpoints_search_tsv`); err != nil {
 		return fmt.Errorf("drop the search indexes before the load: %w", err)
 	}
 	started := time.Now()
@@ -158,7 +158,7 @@ func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, prog
 	}
 	for _, sql := range []string{
 		`CREATE INDEX checkpoints_search_tsv ON checkpoints USING gin (search_tsv)`,
-		`CREATE INDEX checkpoints_search_trgm ON checkpoints USING gin (checkpoint_search_text(content) gin_trgm_ops)`,
+		`CREATE INDEX checkpoints_search_code ON checkpoints USING gin (checkpoint_code_text(content) gin_trgm_ops)`,
 		`VACUUM ANALYZE threads`, `VACUUM ANALYZE checkpoints`,
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {

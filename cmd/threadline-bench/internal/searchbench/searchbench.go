@@ -18,7 +18,7 @@
 //     query: common words, rare words, phrases, prefixes, identifiers
 //     (a part of one: the substring match of the trigram index).
 //   - index_bytes_per_message: pg_relation_size of the GIN (tsvector) and
-//     trigram indexes over the number of checkpoints; tsv_bytes_per_message
+//     trigram (code-like words, checkpoints_search_code) indexes over the number of checkpoints; tsv_bytes_per_message
 //     is the stored tsvector column's average pg_column_size.
 //   - append_ms: a turn's writes (a user and an assistant checkpoint in
 //     one transaction, store.CheckpointAppend) onto corpus threads, with
@@ -222,7 +222,7 @@ func run(ctx context.Context, opt options, dbURL string, res *Result, progress f
 		return err
 	}
 	progress("append with the search index: p50 %.2f ms, p99 %.2f ms", res.AppendWithMs.P50ms, res.AppendWithMs.P99ms)
-	for _, sql := range []string{`DROP INDEX checkpoints_search_trgm; DROP INDEX checkpoints_search_tsv;
+	for _, sql := range []string{`DROP INDEX checkpoints_search_code; DROP INDEX checkpoints_search_tsv;
 		ALTER TABLE checkpoints DROP COLUMN search_tsv`, `VACUUM ANALYZE checkpoints`} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("drop the search index: %w", err)
@@ -240,7 +240,7 @@ func run(ctx context.Context, opt options, dbURL string, res *Result, progress f
 func sizes(ctx context.Context, pool *pgxpool.Pool, res *Result) error {
 	var gin, trgm int64
 	var tsv, text float64
-	err := pool.QueryRow(ctx, `SELECT count(*), pg_relation_size('checkpoints_search_tsv'), pg_relation_size('checkpoints_search_trgm'),
+	err := pool.QueryRow(ctx, `SELECT count(*), pg_relation_size('checkpoints_search_tsv'), pg_relation_size('checkpoints_search_code'),
 		avg(pg_column_size(search_tsv)), avg(octet_length(checkpoint_search_text(content))) FROM checkpoints`).
 		Scan(&res.Messages, &gin, &trgm, &tsv, &text)
 	if err != nil {
