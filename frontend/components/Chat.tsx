@@ -5,6 +5,8 @@ import { Suspense, useEffect, useState, type FC } from "react";
 import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { ThreadIdContext } from "./context";
+import { BranchTreeButton } from "./BranchTree";
+import { ChatSettingsButton } from "./ChatSettings";
 import { ExportMenu } from "./LibraryActions";
 import { ModelPicker } from "./ModelPicker";
 import { SearchFocus } from "./SearchFocus";
@@ -45,6 +47,8 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
         <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={
             <>
               <ModelPicker />
+              <ChatSettingsButton threadId={threadId} />
+              <BranchTreeButton repository={repository} setHead={setHead} />
               <ExportMenu threadId={threadId} />
             </>
           } />
