@@ -5,6 +5,7 @@
 // files). A click sends the prompt as the first message.
 
 import type { FC } from "react";
+import "./branches.css";
 
 export const STARTERS: readonly { prompt: string; shows: string }[] = [
   { prompt: "What is 12*7?", shows: "a tool call (calculator)" },

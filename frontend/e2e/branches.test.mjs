@@ -180,12 +180,15 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       if (r.method() === "POST" && r.url().endsWith(`/threads/${threadId}/runs/stream`)) bodies.push(JSON.parse(r.postData() ?? "{}"));
     });
     await send(page, "hello");
+    await poll(async () => (await ctx.snapshot(threadId)).messages.length === 2, { message: "the first turn stored" });
     await waitIdle(page);
     // Kept on reload: read back from the thread's metadata.
     await page.reload();
     await composer(page).waitFor();
     await poll(async () => norm(await page.getByTestId("settings-open").innerText()) === "Settings (3)", { message: "the settings read back" });
     await send(page, "again");
+    await poll(async () => bodies.length === 2, { message: "the second run sent" });
+    await poll(async () => (await ctx.snapshot(threadId)).messages.length === 4, { message: "the second turn stored" });
     await waitIdle(page);
     assert.equal(bodies.length, 2, "two runs, before and after the reload");
     for (const b of bodies) {
@@ -193,7 +196,5 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       assert.equal(b.run_config.temperature, 0.4);
       assert.equal(b.run_config.max_steps, 3);
     }
-    const snap = await ctx.snapshot(threadId);
-    assert.equal(snap.messages.length, 4, "two turns");
   });
 });
