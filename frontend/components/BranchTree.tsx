@@ -48,7 +48,11 @@ export const BranchTreeButton: FC<{ repository: WireRepository; setHead: (id: st
   const focusNode = (id: string | undefined) => {
     if (!id) return;
     setFocusId(id);
-    requestAnimationFrame(() => tree.current?.querySelector<HTMLElement>(`[data-node-id="${CSS.escape(id)}"]`)?.focus());
+    const find = () => tree.current?.querySelector<HTMLElement>(`[data-node-id="${CSS.escape(id)}"]`);
+    // A node already shown takes the focus now; one about to be (expanded) next frame.
+    const el = find();
+    if (el) el.focus();
+    else requestAnimationFrame(() => find()?.focus());
   };
 
   const open = () => {

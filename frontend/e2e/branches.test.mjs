@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite } from "./harness.mjs";
+import { browserSuite, keepScreenshot } from "./harness.mjs";
 import {
   assistantMessages,
   composer,
@@ -61,13 +61,15 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       message: "the head has the focus",
     });
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the branch tree");
+    await keepScreenshot(page, "branch-tree");
 
     // Home goes to the first root; Enter shows its branch.
     await page.keyboard.press("Home");
-    assert.match(await focused(page), new RegExp(`^You: Tell me about the ${word} plan · branch 1 of 2$`));
+    await poll(async () => new RegExp(`^You: Tell me about the ${word} plan · branch 1 of 2$`).test(await focused(page)), { message: "Home: the first root" });
     await page.keyboard.press("ArrowDown");
-    assert.match(await focused(page), /^Assistant: /, "ArrowDown: its reply");
+    await poll(async () => /^Assistant: /.test(await focused(page)), { message: "ArrowDown: its reply" });
     await page.keyboard.press("ArrowUp");
+    await poll(async () => (await focused(page)).startsWith("You: Tell me about the"), { message: "ArrowUp: back to the question" });
     await page.keyboard.press("Enter");
     await page.getByTestId("branch-dialog").waitFor({ state: "hidden" });
     await poll(async () => norm(await userMessages(page).first().innerText()).includes(word), { message: "the first branch shown" });
@@ -140,6 +142,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await note.waitFor();
     assert.match(norm(await note.innerText()), /needs-key is not configured.*a reply will fail/);
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the welcome page with starters and the note");
+    await keepScreenshot(page, "welcome-starters");
     await picker.selectOption("markdown");
     await note.waitFor({ state: "detached" });
     // The demo model answers the starter (with the calculator tool).
@@ -170,6 +173,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await panel.getByTestId("settings-save").click();
     await panel.getByRole("status").filter({ hasText: "Saved" }).waitFor();
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the settings popover");
+    await keepScreenshot(page, "chat-settings");
     const t = await ctx.service(`/threads/${threadId}`);
     assert.deepEqual(t.body.metadata.chat_settings, { system: "Answer like a pirate.", temperature: 0.4, max_steps: 3 });
     await page.keyboard.press("Escape");
