@@ -298,6 +298,7 @@ func (s *Server) routes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
 // so those two routes are limited per address only.
 func (s *Server) shareRoutes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
 	v1.POST("/threads/:thread_id/share", s.createShare, mw...)
+	v1.POST("/threads/:thread_id/fork", s.forkThread, mw...)
 	v1.GET("/threads/:thread_id/shares", s.listShares, mw...)
 	v1.DELETE("/shares/:share_id", s.deleteShare, mw...)
 	v1.POST("/shares/:share_id/fork", s.forkShare, mw...)

@@ -486,7 +486,10 @@ var demoGreetings = []string{
 }
 
 func introText(prompt string, call int64) string {
-	greet := demoGreetings[seed(prompt, call)%uint64(len(demoGreetings))]
+	// The run's sequence turns the greetings round, so a regenerated reply
+	// (the next run) never opens as the one before it did.
+	n := uint64(len(demoGreetings))
+	greet := demoGreetings[(seed(prompt, 0)%n+uint64(call)%n)%n]
 	return greet + ": a small demo that runs offline, with no keys and no network. I understand nothing; " +
 		"I look for a few patterns in what you write and answer the same way every time.\n\n" +
 		"You asked: " + echo(prompt) + "\n\n" +

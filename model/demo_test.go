@@ -365,3 +365,17 @@ func TestDemoFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRegenerateDiffers: a regenerated reply is the next run of the
+// thread (Call one more), and its text differs from the reply before it.
+func TestDemoRegenerateDiffers(t *testing.T) {
+	t.Parallel()
+	for _, prompt := range []string{"hello", "tell me something", "Hi there"} {
+		for call := int64(1); call <= 6; call++ {
+			got, again := demoChat(t, prompt, call), demoChat(t, prompt, call+1)
+			if got == again {
+				t.Errorf("%q: calls %d and %d gave the same reply", prompt, call, call+1)
+			}
+		}
+	}
+}

@@ -6,6 +6,8 @@ import { NotFoundView } from "@/app/not-found";
 import { THREADS_CHANGED, getThread } from "@/lib/api";
 import { backoff, isOutage } from "@/lib/outage";
 import { ThreadIdContext } from "./context";
+import { BranchTreeButton } from "./BranchTree";
+import { ChatSettingsButton } from "./ChatSettings";
 import { ExportMenu } from "./LibraryActions";
 import { ModelPicker } from "./ModelPicker";
 import { SearchFocus } from "./SearchFocus";
@@ -57,6 +59,8 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
         <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={
             <>
               <ModelPicker />
+              <ChatSettingsButton threadId={threadId} />
+              <BranchTreeButton repository={repository} setHead={setHead} />
               <ExportMenu threadId={threadId} />
             </>
           } />

@@ -44,7 +44,7 @@ export function useModels(): { models: ModelInfo[]; failed: boolean } {
 }
 
 export function modelLabel(m: ModelInfo): string {
-  return `${m.name}${m.default ? " (default)" : ""}${m.configured === false ? " (not configured)" : ""}`;
+  return `${m.name}${m.default ? " (default)" : ""}${m.configured === false ? " (not configured: needs an API key)" : ""}`;
 }
 
 export const ModelPicker: FC = () => {
@@ -61,7 +61,9 @@ export const ModelPicker: FC = () => {
   const fallback = models.find((m) => m.default)?.name ?? models[0]!.name;
   const stored = picked ?? getSelectedModel();
   const value = stored && models.some((m) => m.name === stored) ? stored : fallback;
+  const chosen = models.find((m) => m.name === value);
   return (
+    <>
     <label className="model-picker">
       <span className="muted">Model</span>
       <select
@@ -75,11 +77,19 @@ export const ModelPicker: FC = () => {
         }}
       >
         {models.map((m) => (
-          <option key={m.name} value={m.name}>
+          <option key={m.name} value={m.name} data-configured={m.configured === false ? "false" : "true"}>
             {modelLabel(m)}
           </option>
         ))}
       </select>
     </label>
+    {chosen?.configured === false ? (
+      // Said before sending: a run on it would fail with model_not_configured.
+      <p className="model-warning small" role="note" data-testid="model-not-configured">
+        {chosen.name} is not configured: its provider&apos;s API key is not set, so a reply will fail. Set the key
+        and restart Threadline, or pick another model.
+      </p>
+    ) : null}
+    </>
   );
 };

@@ -20,6 +20,7 @@ import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
 import { ShareButton, ShareScope } from "./ShareAction";
+import { ForkButton } from "./ForkAction";
 
 export type Notice = { code: string; message: string; retry?: boolean } | null;
 
@@ -227,6 +228,7 @@ const UserMessage: FC = () => (
             Edit
           </ActionBarPrimitive.Edit>
           <ShareButton />
+          <ForkButton />
         </ActionBar>
       </div>
     </ShareScope>
@@ -288,6 +290,7 @@ const AssistantMessage: FC = () => (
           </ActionBarPrimitive.Reload>
           <RegenerateWith />
           <ShareButton />
+          <ForkButton />
         </ActionBar>
         <ReplyDetails />
       </div>
@@ -334,7 +337,7 @@ const RegenerateWith: FC = () => {
     >
       <option value="">Regenerate with…</option>
       {models.map((m) => (
-        <option key={m.name} value={m.name}>
+        <option key={m.name} value={m.name} disabled={m.configured === false}>
           {modelLabel(m)}
         </option>
       ))}

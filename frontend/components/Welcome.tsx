@@ -9,6 +9,7 @@ import { useRouter } from "next/navigation";
 import { useCallback, type FC } from "react";
 import { handoffKey, newId, type Handoff } from "@/lib/api";
 import { ModelPicker } from "./ModelPicker";
+import { Starters } from "./Starters";
 import { Composer } from "./Thread";
 import { ThreadPrimitive } from "@assistant-ui/react";
 
@@ -16,20 +17,27 @@ const NO_MESSAGES: readonly ThreadMessage[] = [];
 
 export const Welcome: FC = () => {
   const router = useRouter();
-  const onNew = useCallback(
-    (message: AppendMessage): Promise<void> => {
-      const text = message.content
-        .filter((p): p is { type: "text"; text: string } => p.type === "text")
-        .map((p) => p.text)
-        .join("");
-      if (!text.trim()) return Promise.resolve();
+  const start = useCallback(
+    (text: string) => {
+      if (!text.trim()) return;
       const threadId = newId();
       const handoff: Handoff = { messageId: newId(), text };
       window.sessionStorage.setItem(handoffKey(threadId), JSON.stringify(handoff));
       router.push(`/chat/${threadId}`);
-      return Promise.resolve();
     },
     [router],
+  );
+  const onNew = useCallback(
+    (message: AppendMessage): Promise<void> => {
+      start(
+        message.content
+          .filter((p): p is { type: "text"; text: string } => p.type === "text")
+          .map((p) => p.text)
+          .join(""),
+      );
+      return Promise.resolve();
+    },
+    [start],
   );
   const runtime = useExternalStoreRuntime<ThreadMessage>({ messages: NO_MESSAGES, onNew });
   return (
@@ -42,6 +50,7 @@ export const Welcome: FC = () => {
             <ModelPicker />
           </div>
           <Composer placeholder="What's on your mind?" attachments={false} />
+          <Starters onPick={start} />
         </div>
       </ThreadPrimitive.Root>
     </AssistantRuntimeProvider>

@@ -3,6 +3,7 @@
 // request and stream of one thread. No React here: the component reads the
 // state and calls the methods; nothing is assigned during render.
 
+import { cachedSettings, runConfigOf } from "./chatSettings";
 import { MessageNotSentError, type AppendMessage, type CompleteAttachment } from "@assistant-ui/react";
 import {
   ApiError,
@@ -315,7 +316,10 @@ export class ThreadController {
       void this.follow(
         async (signal) => {
           const tools = runTools(await serverToolNames());
-          const runConfig = { ...(chosen ? { model: chosen } : {}), ...(tools ? { tools } : {}) };
+          // Per-chat settings (lib/chatSettings); a "regenerate with" model wins over the chat's, the chat's over the picker's.
+          const settings = cachedSettings(this.threadId);
+          const pick = model ?? settings.model ?? chosen;
+          const runConfig = { ...runConfigOf(settings), ...(pick ? { model: pick } : {}), ...(tools ? { tools } : {}) };
           const request: RunRequest = {
             on_disconnect: "continue",
             ...body,
