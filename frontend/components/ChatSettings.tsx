@@ -44,7 +44,7 @@ export const ChatSettingsButton: FC<{ threadId: string }> = ({ threadId }) => {
   const [draft, setDraft] = useState<Draft>(toDraft({}));
   const [status, setStatus] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const models = useModels();
+  const { models } = useModels();
   const panel = useRef<HTMLFormElement>(null);
   const button = useRef<HTMLButtonElement>(null);
   const id = useId();
