@@ -216,7 +216,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       message: "the elapsed time counts",
     });
     await summary.click();
-    assert.equal(await summary.getAttribute("aria-expanded"), "true");
+    await poll(async () => (await summary.getAttribute("aria-expanded")) === "true", { message: "the call opens" });
     await call.getByText("Arguments").waitFor();
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a running tool call");
     await page.reload();
