@@ -6,7 +6,7 @@
 // limit (GET /limits, read once) is refused before it is sent.
 
 import type { AttachmentAdapter, CompleteAttachment, PendingAttachment, ThreadUserMessagePart } from "@assistant-ui/react";
-import { getLimits, uploadAttachment } from "./api";
+import { getLimits, uploadAttachment, type HandoffAttachment } from "./api";
 import { describeError } from "./errors";
 import { attachRefusal, type Limits } from "./limits";
 import type { RunError } from "./reducer";
@@ -97,4 +97,38 @@ export class UploadAttachmentAdapter implements AttachmentAdapter {
   remove(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** The kinds of file the service takes, in words (api.DefaultAttachmentTypes). */
+export const ACCEPTED_IN_WORDS = "images (PNG, JPEG, GIF, WebP) and text, Markdown, CSV, JSON or PDF files";
+
+/**
+ * Why a file of contentType was refused before it was uploaded (assistant-ui
+ * checks the adapter's accept list and names no file): a sentence, not the
+ * runtime's list of MIME types.
+ */
+export function typeRefusal(contentType: string | undefined, name?: string): RunError {
+  const what = name ? `Could not attach ${name}` : "Could not attach that file";
+  const kind = contentType ? ` (${contentType})` : "";
+  return {
+    code: "unsupported_type",
+    message: `${what}: files of this kind${kind} cannot be attached. You can attach ${ACCEPTED_IN_WORDS}.`,
+  };
+}
+
+
+/** A sent message's attachments as the welcome page hands them to the chat page. */
+export function toHandoffAttachments(list: readonly CompleteAttachment[] | undefined): HandoffAttachment[] {
+  return (list ?? []).map((a) => ({
+    id: a.id,
+    type: a.type,
+    name: a.name,
+    ...(a.contentType ? { contentType: a.contentType } : {}),
+    content: [...(a.content ?? [])],
+  }));
+}
+
+/** The handed-over attachments as the runtime's complete attachments. */
+export function fromHandoffAttachments(list: readonly HandoffAttachment[] | undefined): CompleteAttachment[] {
+  return (list ?? []).map((a) => ({ ...a, content: a.content as ThreadUserMessagePart[], status: { type: "complete" } }));
 }
