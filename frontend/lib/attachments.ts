@@ -9,6 +9,7 @@ import type { AttachmentAdapter, CompleteAttachment, PendingAttachment, ThreadUs
 import { getLimits, uploadAttachment, type HandoffAttachment } from "./api";
 import { describeError } from "./errors";
 import { attachRefusal, type Limits } from "./limits";
+export { typeRefusal } from "./limits";
 import type { RunError } from "./reducer";
 
 /** What the service takes by default (api.DefaultAttachmentTypes). */
@@ -98,24 +99,6 @@ export class UploadAttachmentAdapter implements AttachmentAdapter {
     return Promise.resolve();
   }
 }
-
-/** The kinds of file the service takes, in words (api.DefaultAttachmentTypes). */
-export const ACCEPTED_IN_WORDS = "images (PNG, JPEG, GIF, WebP) and text, Markdown, CSV, JSON or PDF files";
-
-/**
- * Why a file of contentType was refused before it was uploaded (assistant-ui
- * checks the adapter's accept list and names no file): a sentence, not the
- * runtime's list of MIME types.
- */
-export function typeRefusal(contentType: string | undefined, name?: string): RunError {
-  const what = name ? `Could not attach ${name}` : "Could not attach that file";
-  const kind = contentType ? ` (${contentType})` : "";
-  return {
-    code: "unsupported_type",
-    message: `${what}: files of this kind${kind} cannot be attached. You can attach ${ACCEPTED_IN_WORDS}.`,
-  };
-}
-
 
 /** A sent message's attachments as the welcome page hands them to the chat page. */
 export function toHandoffAttachments(list: readonly CompleteAttachment[] | undefined): HandoffAttachment[] {
