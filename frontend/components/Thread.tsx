@@ -236,6 +236,8 @@ const ImageOpener: FC = () => {
   const src = part && part.type === "image" ? part.image : null;
   const dialog = useRef<HTMLDialogElement>(null);
   const opener = useRef<HTMLButtonElement>(null);
+  // The large image is in the page only while the dialog is open.
+  const [open, setOpen] = useState(false);
   if (!src) return <AttachmentThumb />;
   const close = () => dialog.current?.close();
   return (
@@ -246,7 +248,10 @@ const ImageOpener: FC = () => {
         className="thumb-button"
         aria-label={`Open the image ${attachment.name}`}
         aria-haspopup="dialog"
-        onClick={() => dialog.current?.showModal()}
+        onClick={() => {
+          setOpen(true);
+          dialog.current?.showModal();
+        }}
       >
         <AttachmentThumb />
       </button>
@@ -256,7 +261,10 @@ const ImageOpener: FC = () => {
         aria-label={attachment.name}
         data-testid="image-dialog"
         // The dialog closes on Escape itself; the focus goes back to the thumbnail.
-        onClose={() => opener.current?.focus()}
+        onClose={() => {
+          setOpen(false);
+          opener.current?.focus();
+        }}
         onClick={(e) => {
           if (e.target === dialog.current) close(); // the backdrop
         }}
@@ -267,8 +275,10 @@ const ImageOpener: FC = () => {
             Close
           </button>
         </div>
-        {/* eslint-disable-next-line @next/next/no-img-element */}
-        <img className="image-large" src={src} alt={attachment.name} />
+        {open ? (
+          // eslint-disable-next-line @next/next/no-img-element
+          <img className="image-large" src={src} alt={attachment.name} />
+        ) : null}
       </dialog>
     </>
   );
