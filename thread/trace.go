@@ -58,22 +58,22 @@ type SpanFailure struct {
 
 // Span is one step of a run's trace. End is nil while it runs.
 type Span struct {
-	SpanID       string     `json:"span_id"`
-	ParentID     *string    `json:"parent_id"`
-	Name         string     `json:"name"`
-	Operation    string     `json:"operation"`
-	Start        time.Time  `json:"start"`
-	End          *time.Time `json:"end"`
-	Status       string     `json:"status"`
+	SpanID       string       `json:"span_id"`
+	ParentID     *string      `json:"parent_id"`
+	Name         string       `json:"name"`
+	Operation    string       `json:"operation"`
+	Start        time.Time    `json:"start"`
+	End          *time.Time   `json:"end"`
+	Status       string       `json:"status"`
 	Error        *SpanFailure `json:"error"`
-	Model        string     `json:"model,omitempty"`
-	ToolName     string     `json:"tool_name,omitempty"`
-	ToolCallID   string     `json:"tool_call_id,omitempty"`
-	InputTokens  *int       `json:"input_tokens,omitempty"`
-	OutputTokens *int       `json:"output_tokens,omitempty"`
-	FinishReason string     `json:"finish_reason,omitempty"`
-	FirstSeq     int64      `json:"first_sequence"`
-	LastSeq      int64      `json:"last_sequence"`
+	Model        string       `json:"model,omitempty"`
+	ToolName     string       `json:"tool_name,omitempty"`
+	ToolCallID   string       `json:"tool_call_id,omitempty"`
+	InputTokens  *int         `json:"input_tokens,omitempty"`
+	OutputTokens *int         `json:"output_tokens,omitempty"`
+	FinishReason string       `json:"finish_reason,omitempty"`
+	FirstSeq     int64        `json:"first_sequence"`
+	LastSeq      int64        `json:"last_sequence"`
 }
 
 // Trace is GET …/runs/{run_id}/trace.
@@ -322,4 +322,3 @@ func modelName(m string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
