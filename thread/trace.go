@@ -2,6 +2,7 @@ package thread
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,11 +301,12 @@ func finishOf(s RunStatus) string {
 // toolErrorText is a failed tool's answer as text, cut short.
 func toolErrorText(rec *Record) string {
 	s := string(rec.Data)
-	if len(rec.Data) > 1 && rec.Data[0] == '"' {
-		s = strings.Trim(s, `"`)
+	var str string
+	if json.Unmarshal(rec.Data, &str) == nil {
+		s = str // a string answer, unquoted
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
 	}
 	if s == "" || s == "null" {
 		return "the tool answered with an error"

@@ -92,12 +92,12 @@ func TestBuildTrace(t *testing.T) {
 		name:   "a failed tool",
 		status: thread.RunSucceeded, end: done(400),
 		records: []thread.Record{rec(1, thread.KindSnapshot), rec(2, thread.KindToolCall, call("x", "fetch")),
-			rec(3, thread.KindToolResult, result("x", true, `"connection refused"`)), rec(4, thread.KindToken), rec(5, thread.KindSnapshot)},
+			rec(3, thread.KindToolResult, result("x", true, `"connection \"refused\""`)), rec(4, thread.KindToken), rec(5, thread.KindSnapshot)},
 		marks: []thread.Mark{{Seq: 2, At: ms(50)}, {Seq: 3, At: ms(250)}},
 		want: []string{
 			"run invoke_agent threadline ok 0..400 <",
 			"chat-1 chat demo ok 0..50 <run finish=tool_call",
-			"tool-x execute_tool fetch error 50..250 <chat-1 err=tool_error:connection refused",
+			"tool-x execute_tool fetch error 50..250 <chat-1 err=tool_error:connection \"refused\"",
 			"chat-2 chat demo ok 250..400 <run finish=stop",
 		},
 	}, {
