@@ -100,6 +100,10 @@ type traceBuild struct {
 	steps    int
 	lastStep *Span
 	ready    time.Time // when the next step may start: the last tool's end
+	// agentTools: the model runs its own tools within its one step (an
+	// ACP agent): a call starts when it is logged, and its result does
+	// not end the step.
+	agentTools bool
 }
 
 // BuildTrace returns the run's trace: the run span first, then its steps
@@ -109,7 +113,8 @@ type traceBuild struct {
 // the run's end (or its last mark while it runs).
 func BuildTrace(src TraceSource) Trace {
 	r := src.Run
-	b := &traceBuild{src: src, marks: slices.Clone(src.Marks), end: r.FinishedAt, tools: map[string]*Span{}, ready: r.CreatedAt}
+	b := &traceBuild{src: src, marks: slices.Clone(src.Marks), end: r.FinishedAt, tools: map[string]*Span{}, ready: r.CreatedAt,
+		agentTools: strings.HasPrefix(r.Model, "acp:")}
 	slices.SortFunc(b.marks, func(x, y Mark) int { return cmp.Compare(x.Seq, y.Seq) })
 	run := &Span{SpanID: RunSpanID, Name: OpInvokeAgent + " threadline", Operation: OpInvokeAgent, Start: r.CreatedAt,
 		End: r.FinishedAt, Status: runSpanStatus(r.Status), Model: r.Model}
@@ -144,6 +149,9 @@ func (b *traceBuild) read(rec *Record) {
 		if b.tools[rec.CallID] == nil {
 			t := &Span{SpanID: "tool-" + rec.CallID, ParentID: &b.step.SpanID, Name: OpExecuteTool + " " + rec.Name,
 				Operation: OpExecuteTool, ToolName: rec.Name, ToolCallID: rec.CallID, FirstSeq: rec.Seq, LastSeq: rec.Seq}
+			if b.agentTools {
+				t.Start = b.at(rec.Seq)
+			}
 			b.tools[rec.CallID] = t
 			b.calls = append(b.calls, t)
 			b.spans = append(b.spans, t)
@@ -195,7 +203,9 @@ func (b *traceBuild) closeStep() {
 // step of this run made (a continuation answering the last run's calls)
 // is a call of the run, from its start.
 func (b *traceBuild) result(rec *Record) {
-	b.closeStep()
+	if !b.agentTools {
+		b.closeStep()
+	}
 	t := b.tools[rec.CallID]
 	if t == nil {
 		t = &Span{SpanID: "tool-" + rec.CallID, ParentID: ptr(RunSpanID), Name: OpExecuteTool, Operation: OpExecuteTool,
@@ -218,7 +228,7 @@ func (b *traceBuild) result(rec *Record) {
 // running), and puts the run's usage and stop on its last step.
 func (b *traceBuild) finish(run *Span) {
 	st := b.src.Run.Status
-	if len(b.calls) > 0 {
+	if len(b.calls) > 0 && !b.agentTools {
 		b.closeStep() // its calls were logged whole: they were running
 	}
 	last := b.step

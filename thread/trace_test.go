@@ -64,6 +64,7 @@ func TestBuildTrace(t *testing.T) {
 	done := func(n int) *time.Time { v := ms(n); return &v }
 	tests := []struct {
 		name    string
+		model   string
 		status  thread.RunStatus
 		end     *time.Time
 		runErr  *thread.RunError
@@ -141,11 +142,26 @@ func TestBuildTrace(t *testing.T) {
 			"chat-1 chat demo ok 0..60 <run finish=tool_call",
 			"tool-q execute_tool ask_user unanswered 60..60 <chat-1",
 		},
+	}, {
+		name: "an ACP agent runs its own tools in its one step", model: "acp:example", status: thread.RunRequiresAction, end: done(900),
+		records: []thread.Record{rec(1, thread.KindSnapshot), rec(2, thread.KindToken),
+			rec(3, thread.KindToolCall, call("t1", "Reading project files")), rec(4, thread.KindToolResult, result("t1", false, `"ok"`)),
+			rec(5, thread.KindToken), rec(6, thread.KindToolCall, call("t2", "Modifying a file")), rec(7, thread.KindSnapshot)},
+		marks: []thread.Mark{{Seq: 3, At: ms(100)}, {Seq: 4, At: ms(300)}, {Seq: 6, At: ms(800)}},
+		want: []string{
+			"run invoke_agent threadline ok 0..900 <",
+			"chat-1 chat example ok 0..900 <run finish=tool_call",
+			"tool-t1 execute_tool Reading project files ok 100..300 <chat-1",
+			"tool-t2 execute_tool Modifying a file unanswered 800..800 <chat-1",
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			run := &thread.Run{ID: uuid.New(), ThreadID: uuid.New(), Status: tc.status, Model: "demo", CreatedAt: traceT0,
+			if tc.model == "" {
+				tc.model = "demo"
+			}
+			run := &thread.Run{ID: uuid.New(), ThreadID: uuid.New(), Status: tc.status, Model: tc.model, CreatedAt: traceT0,
 				FinishedAt: tc.end, Error: tc.runErr, Usage: &thread.Usage{PromptTokens: 10, CompletionTokens: 20}}
 			tr := thread.BuildTrace(thread.TraceSource{Run: run, Records: tc.records, Marks: tc.marks})
 			var got []string
