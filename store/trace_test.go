@@ -18,10 +18,11 @@ import (
 // TestRunTraceSource: group commits holding a tool call, a tool result or
 // an error leave a mark of their commit time, those of tokens alone none,
 // and a commit refused for a lost claim none; the run's trace source is
-// its run, whole log and marks, after its end too, for its owner alone.
+// its run, whole log and marks, after its end too, for its owner alone;
+// the marks go with the thread.
 func TestRunTraceSource(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s, pool := setup(t)
 	ctx := context.Background()
 	th, r := startThreadRun(t, s)
 	_, o := startThreadRun(t, s)
@@ -85,6 +86,15 @@ func TestRunTraceSource(t *testing.T) {
 		if err := call(); errcode.Of(err) != errcode.NotFound {
 			t.Errorf("%s: got %v, want not_found", name, err)
 		}
+	}
+
+	// The marks go with the run's thread.
+	if err := s.ThreadDelete(ctx, "alice", th.ID); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM run_marks WHERE run_id = $1`, r.ID).Scan(&left); err != nil || left != 0 {
+		t.Errorf("marks left after the thread's delete: %d (%v), want none", left, err)
 	}
 }
 

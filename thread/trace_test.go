@@ -206,3 +206,34 @@ func TestBuildTraceTokens(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuildTrace builds the trace of a long agent run: 100 steps of
+// 50 tokens and 4 parallel tool calls each (about 5,900 records).
+func BenchmarkBuildTrace(b *testing.B) {
+	var recs []thread.Record
+	var marks []thread.Mark
+	seq := int64(1)
+	add := func(r thread.Record) { r.Seq = seq; recs = append(recs, r); seq++ }
+	add(thread.Record{Kind: thread.KindSnapshot})
+	for s := range 100 {
+		for range 50 {
+			add(thread.Record{Kind: thread.KindToken, Text: "abc"})
+		}
+		for c := range 4 {
+			add(thread.Record{Kind: thread.KindToolCall, CallID: fmt.Sprintf("c%d_%d", s, c), Name: "clock"})
+		}
+		marks = append(marks, thread.Mark{Seq: seq - 1, At: ms(int(seq))})
+		for c := range 4 {
+			add(thread.Record{Kind: thread.KindToolResult, CallID: fmt.Sprintf("c%d_%d", s, c), Data: json.RawMessage(`"x"`)})
+			marks = append(marks, thread.Mark{Seq: seq - 1, At: ms(int(seq))})
+		}
+	}
+	end := ms(int(seq) + 10)
+	src := thread.TraceSource{Run: &thread.Run{Status: thread.RunSucceeded, Model: "demo", CreatedAt: traceT0, FinishedAt: &end}, Records: recs, Marks: marks}
+	b.ReportAllocs()
+	for b.Loop() {
+		if tr := thread.BuildTrace(src); len(tr.Spans) != 1+100+400 {
+			b.Fatalf("%d spans", len(tr.Spans))
+		}
+	}
+}
