@@ -105,3 +105,33 @@ func markSeqs(ms []thread.Mark) string {
 	}
 	return fmt.Sprint(seqs)
 }
+
+// BenchmarkRunEventsAppendMarks is BenchmarkRunEventsAppend's group
+// commit when every run's segment holds a tool result, so that each
+// writes a mark: the worst case of migration 0019's cost (a commit of
+// tokens alone writes none).
+func BenchmarkRunEventsAppendMarks(b *testing.B) {
+	for _, runs := range []int{1, 100} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			s, _ := setup(b)
+			ctx := context.Background()
+			ids := startRuns(b, s, runs)
+			const per = 8
+			next := int64(2)
+			b.ResetTimer()
+			for b.Loop() {
+				segs := make([]thread.Segment, runs)
+				for i, id := range ids {
+					recs := tokens(next, per)
+					recs[per-1] = thread.Record{Seq: next + per - 1, Kind: thread.KindToolResult, CallID: "c", Data: json.RawMessage(`"x"`)}
+					segs[i] = thread.Segment{RunID: id, Records: recs}
+				}
+				if err := s.RunEventsAppend(ctx, segs); err != nil {
+					b.Fatal(err)
+				}
+				next += per
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*int64(runs*per)), "ns/token")
+		})
+	}
+}
