@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -41,5 +43,35 @@ func (s *Store) RunTraceSource(ctx context.Context, caller string, threadID, run
 	}); err != nil {
 		return thread.TraceSource{}, fmt.Errorf("trace of run %s: %w", runID, interpretError(err))
 	}
-	return thread.TraceSource{Run: r, Records: recs, Marks: marks}, nil
+	names, err := s.replyToolNames(ctx, r)
+	if err != nil {
+		return thread.TraceSource{}, err
+	}
+	return thread.TraceSource{Run: r, Records: recs, Marks: marks, ToolNames: names}, nil
+}
+
+// replyToolNames returns the names of the tool calls in the run's reply
+// by their ids (a continuation answers calls its own log does not name);
+// none while the run has no reply yet.
+func (s *Store) replyToolNames(ctx context.Context, r *thread.Run) (map[string]string, error) {
+	var content []byte
+	err := s.pool.QueryRow(ctx, `SELECT c.content FROM checkpoints c WHERE c.thread_id = $1 AND c.id IN ($2, $3) AND c.run_id = $3`,
+		r.ThreadID, r.MessageID, r.ID).Scan(&content)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace of run %s: %w", r.ID, interpretError(err))
+	}
+	var parts []checkpoint.Part
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return nil, fmt.Errorf("trace of run %s: %w", r.ID, err)
+	}
+	names := map[string]string{}
+	for _, p := range parts {
+		if p.Type == checkpoint.PartToolCall && p.ToolCallID != "" {
+			names[p.ToolCallID] = p.ToolName
+		}
+	}
+	return names, nil
 }

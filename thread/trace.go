@@ -30,6 +30,9 @@ type TraceSource struct {
 	Run     *Run
 	Records []Record // the run's log, in order
 	Marks   []Mark
+	// ToolNames names the calls of the run's reply by id: a continuation's
+	// log answers calls it does not name.
+	ToolNames map[string]string
 }
 
 // Span statuses.
@@ -208,8 +211,9 @@ func (b *traceBuild) result(rec *Record) {
 	}
 	t := b.tools[rec.CallID]
 	if t == nil {
-		t = &Span{SpanID: "tool-" + rec.CallID, ParentID: ptr(RunSpanID), Name: OpExecuteTool, Operation: OpExecuteTool,
-			ToolCallID: rec.CallID, Start: b.src.Run.CreatedAt, FirstSeq: rec.Seq}
+		name := b.src.ToolNames[rec.CallID]
+		t = &Span{SpanID: "tool-" + rec.CallID, ParentID: ptr(RunSpanID), Name: strings.TrimSpace(OpExecuteTool + " " + name),
+			Operation: OpExecuteTool, ToolName: name, ToolCallID: rec.CallID, Start: b.src.Run.CreatedAt, FirstSeq: rec.Seq}
 		b.tools[rec.CallID] = t
 		b.spans = append(b.spans, t)
 	}

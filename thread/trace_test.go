@@ -70,6 +70,7 @@ func TestBuildTrace(t *testing.T) {
 		runErr  *thread.RunError
 		records []thread.Record
 		marks   []thread.Mark
+		names   map[string]string
 		want    []string
 	}{{
 		name:   "parallel tools, then the answer",
@@ -154,6 +155,16 @@ func TestBuildTrace(t *testing.T) {
 			"tool-t1 execute_tool Reading project files ok 100..300 <chat-1",
 			"tool-t2 execute_tool Modifying a file unanswered 800..800 <chat-1",
 		},
+	}, {
+		name: "a continuation answers the last run's call", status: thread.RunSucceeded, end: done(500),
+		names:   map[string]string{"p": "edit"},
+		records: []thread.Record{rec(1, thread.KindSnapshot), rec(2, thread.KindToolResult, result("p", false, `"done"`)), rec(3, thread.KindToken), rec(4, thread.KindSnapshot)},
+		marks:   []thread.Mark{{Seq: 2, At: ms(40)}},
+		want: []string{
+			"run invoke_agent threadline ok 0..500 <",
+			"tool-p execute_tool edit ok 0..40 <run",
+			"chat-1 chat demo ok 40..500 <run finish=stop",
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +174,7 @@ func TestBuildTrace(t *testing.T) {
 			}
 			run := &thread.Run{ID: uuid.New(), ThreadID: uuid.New(), Status: tc.status, Model: tc.model, CreatedAt: traceT0,
 				FinishedAt: tc.end, Error: tc.runErr, Usage: &thread.Usage{PromptTokens: 10, CompletionTokens: 20}}
-			tr := thread.BuildTrace(thread.TraceSource{Run: run, Records: tc.records, Marks: tc.marks})
+			tr := thread.BuildTrace(thread.TraceSource{Run: run, Records: tc.records, Marks: tc.marks, ToolNames: tc.names})
 			var got []string
 			for _, s := range tr.Spans {
 				got = append(got, spanLine(s))

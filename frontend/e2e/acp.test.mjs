@@ -4,7 +4,8 @@
 // picker, it streams its text and a tool call, asks a permission for an
 // edit (the turn waits: requires_action), and the person's Approve or
 // Reject goes back to the agent as its allow or reject option; the agent
-// ends its turn accordingly.
+// ends its turn accordingly. The continuation's trace shows the approved
+// call inside the agent's one step.
 
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -58,6 +59,16 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(turn.status.type, "complete");
     assert.equal(await assistantMessages(page).count(), 1, "one turn, continued in place");
     assert.doesNotMatch(await replyText(page), /skip the configuration update/);
+
+    // The continuation's trace: one agent step, the approved edit's call in it.
+    await assistantMessages(page).last().getByRole("button", { name: "Trace" }).click();
+    const rows = page.getByRole("dialog", { name: "Trace of this reply" }).getByTestId("trace-row");
+    await rows.first().waitFor();
+    assert.deepEqual(
+      await rows.evaluateAll((els) => els.map((e) => `${e.dataset.operation}:${e.dataset.status}`)),
+      ["invoke_agent:ok", "execute_tool:ok", "chat:ok"],
+    );
+    assert.equal(await rows.nth(1).locator(".trace-name").innerText(), "execute_tool Modifying critical configuration file");
   });
 
   test("an ACP agent's turn: Reject goes back as its reject option", async ({ page, ctx }) => {
