@@ -328,9 +328,11 @@ func toolErrorText(rec *Record) string {
 	return s
 }
 
-// modelName is the provider's name of a run's model ("openai:gpt-4o" →
-// "gpt-4o"), as the chat span names it.
+// modelName is the provider's name of the model a run asked for
+// ("openai:gpt-4o (gpt-4o-2024-08-06)" → "gpt-4o"), as the chat span
+// names it (a run keeps the model that answered in parentheses).
 func modelName(m string) string {
+	m, _, _ = strings.Cut(m, " (")
 	if _, after, ok := strings.Cut(m, ":"); ok {
 		return after
 	}

@@ -144,7 +144,7 @@ func TestBuildTrace(t *testing.T) {
 			"tool-q execute_tool ask_user unanswered 60..60 <chat-1",
 		},
 	}, {
-		name: "an ACP agent runs its own tools in its one step", model: "acp:example", status: thread.RunRequiresAction, end: done(900),
+		name: "an ACP agent runs its own tools in its one step", model: "acp:example (example)", status: thread.RunRequiresAction, end: done(900),
 		records: []thread.Record{rec(1, thread.KindSnapshot), rec(2, thread.KindToken),
 			rec(3, thread.KindToolCall, call("t1", "Reading project files")), rec(4, thread.KindToolResult, result("t1", false, `"ok"`)),
 			rec(5, thread.KindToken), rec(6, thread.KindToolCall, call("t2", "Modifying a file")), rec(7, thread.KindSnapshot)},
