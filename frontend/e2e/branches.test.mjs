@@ -163,6 +163,10 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await page.getByTestId("settings-open").click();
     const panel = page.getByRole("dialog", { name: "Chat settings" });
     await panel.waitFor();
+    // Whole on the screen, on a phone too.
+    const box = await panel.boundingBox();
+    const vw = page.viewportSize().width;
+    assert.ok(box && box.x >= 0 && box.x + box.width <= vw, `the panel within the ${vw} px screen: ${JSON.stringify(box)}`);
     await panel.getByLabel("System prompt").fill("Answer like a pirate.");
     await panel.getByLabel(/Temperature/).fill("3");
     await panel.getByTestId("settings-save").click();
