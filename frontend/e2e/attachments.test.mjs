@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { browserSuite, onBothViewports } from "./harness.mjs";
+import { browserSuite, keepScreenshot, onBothViewports } from "./harness.mjs";
 import {
   composer,
   seriousViolations,
@@ -82,7 +82,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok(r.status === 404 || r.body.messages.length === 0, `messages: ${r.status} ${JSON.stringify(r.body)}`);
   });
 
-  onBothViewports(test, "drag a file onto the thread: a drop zone shows, the image is attached and sent", async ({ page, ctx }) => {
+  onBothViewports(test, "drag a file onto the thread: a drop zone shows, the image is attached and sent", async ({ page, ctx, phone }) => {
     const threadId = await openNewChat(page, ctx);
     await composer(page).fill("Here is a picture");
     const zone = page.getByTestId("dropzone");
@@ -93,6 +93,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await zone.dispatchEvent("dragover", { dataTransfer: files });
     await overlay.waitFor({ state: "visible" });
     assert.match(norm(await overlay.innerText()), /Drop files to attach them/);
+    await keepScreenshot(page, phone ? "drop-zone-phone" : "drop-zone");
     await zone.dispatchEvent("drop", { dataTransfer: files });
     await overlay.waitFor({ state: "hidden" });
     await page.getByTestId("composer-attachment").waitFor();
@@ -167,7 +168,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok(page.url().endsWith("/welcome"), "nothing was sent");
   });
 
-  onBothViewports(test, "a thumbnail opens the image large; Escape closes it and the focus comes back", async ({ page, ctx }) => {
+  onBothViewports(test, "a thumbnail opens the image large; Escape closes it and the focus comes back", async ({ page, ctx, phone }) => {
     await openNewChat(page, ctx);
     const chooser = page.waitForEvent("filechooser");
     await page.getByRole("button", { name: "Attach a file" }).click();
@@ -184,6 +185,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const width = await large.evaluate((el) => el.getBoundingClientRect().width);
     assert.ok(width >= 200, `shown large: ${width} px wide`);
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the image dialog");
+    await keepScreenshot(page, phone ? "image-dialog-phone" : "image-dialog");
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "hidden" });
     await poll(async () => thumb.evaluate((el) => el === document.activeElement), { message: "the focus back on the thumbnail" });

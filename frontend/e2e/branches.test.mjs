@@ -193,6 +193,8 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     // Kept on reload: read back from the thread's metadata.
     await page.reload();
     await composer(page).waitFor();
+    // The thread loaded before the next send (one made sooner would start a new root).
+    await assistantMessages(page).first().waitFor();
     await poll(async () => norm(await page.getByTestId("settings-open").innerText()) === "Settings (3)", { message: "the settings read back" });
     await send(page, "again");
     await poll(async () => bodies.length === 2, { message: "the second run sent" });

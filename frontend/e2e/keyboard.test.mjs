@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite, onBothViewports } from "./harness.mjs";
+import { browserSuite, keepScreenshot, onBothViewports } from "./harness.mjs";
 import {
   assistantMessages,
   chatWithReply,
@@ -107,6 +107,7 @@ browserSuite(import.meta.filename, (test) => {
       assert.ok(list.includes(what), `"${what}" listed: ${list}`);
     }
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the shortcuts dialog");
+    await keepScreenshot(page, phone ? "shortcuts-phone" : "shortcuts");
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "hidden" });
     // The visible button opens it too (in the drawer on a phone) and gets the focus back.
@@ -240,6 +241,7 @@ browserSuite(import.meta.filename, (test) => {
     const wideAfter = await page.locator("main").evaluate((el) => el.getBoundingClientRect().width);
     assert.ok(wideAfter > wideBefore + 150, `the conversation takes the room: ${wideBefore} → ${wideAfter}`);
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the sidebar collapsed");
+    await keepScreenshot(page, "sidebar-collapsed");
     await page.reload();
     await assistantMessages(page).first().waitFor();
     assert.equal(await page.getByRole("button", { name: "Thread list" }).getAttribute("aria-expanded"), "false", "still collapsed after a reload");
