@@ -29,15 +29,11 @@ import (
 	"unsafe"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-var (
-	_ thread.Model = (*Builtin)(nil)
-	_ Stepper      = (*Builtin)(nil)
-)
+var _ thread.Model = (*Builtin)(nil)
 
 // Builtin is the zero-key deterministic model. Its reply is Tokens tokens,
 // each a space and four pseudo-random lowercase letters (5 bytes), drawn
@@ -91,27 +87,6 @@ func BuiltinText(lastUser string, call int64, tokens int) string {
 	b := make([]byte, tokens*tokenLen)
 	fill(&s, b)
 	return string(b)
-}
-
-// lastUserText returns the concatenated text parts of the last user message.
-func lastUserText(req thread.ModelRequest) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := &req.Messages[i]
-		if m.Role != checkpoint.RoleUser {
-			continue
-		}
-		if len(m.Parts) == 1 {
-			return m.Parts[0].Text
-		}
-		var b strings.Builder
-		for _, p := range m.Parts {
-			if p.Type == "text" || p.Type == "" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
 }
 
 // seed hashes the prompt with FNV-1a (64 bit) and mixes in the call.
@@ -183,35 +158,13 @@ func failCode(prompt string) errcode.Code {
 	return errcode.ModelError
 }
 
-// promptTokens is a rough token count of every message: text bytes / 4.
-func promptTokens(req thread.ModelRequest) int {
-	n := 0
-	for i := range req.Messages {
-		for _, p := range req.Messages[i].Parts {
-			n += len(p.Text)
-		}
-		for _, a := range req.Messages[i].Attachments {
-			for _, p := range a.Content {
-				n += len(p.Text)
-			}
-		}
-	}
-	return n / 4
-}
-
-// Stream implements thread.Model. It returns ctx.Err() when ctx ends
-// between two tokens, and onToken's error as is.
-func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), onToken)
-}
-
-// StreamStep implements Stepper: the same words as Stream, as text deltas;
-// the words model calls no tools.
-func (m *Builtin) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
-	res, err := m.stream(ctx, stepLastUser(req), req.Call, stepPromptTokens(req), func(tok string) error {
-		return onDelta(step.Delta{Kind: step.Text, Text: tok})
+// Stream implements thread.Model: the words as text deltas; the words
+// model calls no tools. It returns ctx.Err() when ctx ends between two
+// tokens, and onDelta's error as is.
+func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), func(tok string) error {
+		return onDelta(thread.Delta{Kind: thread.DeltaText, Text: tok})
 	})
-	return step.Result{Model: res.Model, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, StopReason: res.StopReason}, err
 }
 
 func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onToken func(string) error) (thread.ModelResult, error) {
@@ -258,8 +211,8 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 	return thread.ModelResult{Model: name, PromptTokens: ptoks, CompletionTokens: n, StopReason: "stop"}, nil
 }
 
-// stepLastUser returns the text of the last user message of a step request.
-func stepLastUser(req step.Request) string {
+// lastUserText returns the concatenated text parts of the last user message.
+func lastUserText(req thread.ModelRequest) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := &req.Messages[i]
 		if m.Role != checkpoint.RoleUser {
@@ -270,7 +223,7 @@ func stepLastUser(req step.Request) string {
 		}
 		var b strings.Builder
 		for _, p := range m.Parts {
-			if p.Type == step.PartText || p.Type == "" {
+			if p.Type == thread.PartText || p.Type == "" {
 				b.WriteString(p.Text)
 			}
 		}
@@ -279,8 +232,8 @@ func stepLastUser(req step.Request) string {
 	return ""
 }
 
-// stepPromptTokens is promptTokens of a step request.
-func stepPromptTokens(req step.Request) int {
+// promptTokens is a rough token count of every message: text bytes / 4.
+func promptTokens(req thread.ModelRequest) int {
 	n := 0
 	for i := range req.Messages {
 		for _, p := range req.Messages[i].Parts {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -215,8 +214,8 @@ func FuzzTaps(f *testing.F) {
 		`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`, true)
 	f.Fuzz(func(t *testing.T, stream string, anthropic bool) {
 		pieces := map[string]string{}
-		em := &emitter{onDelta: func(d step.Delta) error {
-			if d.Kind == step.ToolCallArgs {
+		em := &emitter{onDelta: func(d thread.Delta) error {
+			if d.Kind == thread.DeltaToolCallArgs {
 				pieces[d.ToolCallID] += d.ArgsText
 			}
 			return nil

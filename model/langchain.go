@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 	"github.com/tmc/langchaingo/llms"
@@ -75,10 +74,7 @@ type providerModel struct {
 	clients map[wire]llms.Model // built on first use
 }
 
-var (
-	_ thread.Model = (*providerModel)(nil)
-	_ Stepper      = (*providerModel)(nil)
-)
+var _ thread.Model = (*providerModel)(nil)
 
 func newProviderModel(spec providerSpec, base http.RoundTripper) *providerModel {
 	pt := &probeTransport{base: base}
@@ -106,7 +102,7 @@ const (
 // wireFor picks the protocol of a call: Ollama's native client knows no
 // tools, so a request with tools or earlier tool calls goes to its
 // OpenAI-compatible endpoint.
-func (m *providerModel) wireFor(req step.Request) wire {
+func (m *providerModel) wireFor(req thread.ModelRequest) wire {
 	switch m.spec.provider {
 	case ProviderAnthropic:
 		return wireAnthropic
@@ -177,33 +173,25 @@ func (m *providerModel) open(w wire) (llms.Model, error) {
 // errIdle is the cancel cause of a model that sent nothing for its timeout.
 var errIdle = errors.New("model idle timeout")
 
-// Stream implements thread.Model: the text deltas of StreamStep, on a
-// request without tools. Tokens arrive through onToken in order. The
-// model's timeout bounds the wait for the first token and between two
-// tokens (model_timeout). A 401/403 is model_auth; any other failure is
-// model_error with the provider's message, secrets redacted. When ctx ends
-// the provider request is cancelled and ctx.Err() is returned; onToken's
-// error is returned as is.
-func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	res, err := m.StreamStep(ctx, FromModelRequest(req), textOnly(onToken))
-	return modelResult(res), err
-}
-
-// StreamStep implements Stepper: it streams one step as typed deltas (see
-// Stream for the errors). OpenAI-compatible servers and Anthropic stream
-// text, reasoning and tool-call arguments as they come; Google and Ollama
-// stream text and send each tool call whole once the reply ends (Ollama
-// reaches tools through its OpenAI-compatible endpoint). After it returns,
-// onDelta is not called again.
-func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
+// Stream implements thread.Model: it streams one reply (a step) as typed
+// deltas, in order. OpenAI-compatible servers and Anthropic stream text,
+// reasoning and tool-call arguments as they come; Google and Ollama stream
+// text and send each tool call whole once the reply ends (Ollama reaches
+// tools through its OpenAI-compatible endpoint). The model's timeout
+// bounds the wait for the first delta and between two (model_timeout). A
+// 401/403 is model_auth; any other failure is model_error with the
+// provider's message, secrets redacted. When ctx ends the provider request
+// is cancelled and ctx.Err() is returned; onDelta's error is returned as
+// is. After it returns, onDelta is not called again.
+func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	s := m.spec
 	if err := ctx.Err(); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
 	w := m.wireFor(req)
 	llm, err := m.open(w)
 	if err != nil {
-		return step.Result{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
 	}
 	msgs := toLLMMessages(req, w, s.vision)
 
@@ -225,14 +213,14 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 
 	switch {
 	case te != nil:
-		return step.Result{}, te
+		return thread.ModelResult{}, te
 	case ctx.Err() != nil:
-		return step.Result{}, ctx.Err()
+		return thread.ModelResult{}, ctx.Err()
 	case errors.Is(context.Cause(cctx), errIdle):
-		return step.Result{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
 	}
 	if me := m.failure(err, p); me != nil {
-		return step.Result{}, me
+		return thread.ModelResult{}, me
 	}
 	return stepResult(s.model, resp, em), nil
 }
@@ -274,7 +262,7 @@ func chunkFunc(em *emitter, tapped bool) func(context.Context, []byte) error {
 		if len(chunk) == 0 {
 			return nil
 		}
-		return em.emit(step.Delta{Kind: step.Text, Text: string(chunk)})
+		return em.emit(thread.Delta{Kind: thread.DeltaText, Text: string(chunk)})
 	}
 }
 
@@ -282,7 +270,7 @@ func chunkFunc(em *emitter, tapped bool) func(context.Context, []byte) error {
 // streaming through streamFn, the temperature (the request's, else the
 // provider's default), the max tokens (the model's, Anthropic's default
 // when it needs one) and the tools.
-func (m *providerModel) callOptions(req step.Request, w wire, streamFn func(context.Context, []byte) error) []llms.CallOption {
+func (m *providerModel) callOptions(req thread.ModelRequest, w wire, streamFn func(context.Context, []byte) error) []llms.CallOption {
 	s := m.spec
 	temp := defaultTemperature[s.provider]
 	if req.Temperature != nil {
@@ -305,8 +293,8 @@ func (m *providerModel) callOptions(req step.Request, w wire, streamFn func(cont
 // stepResult is a successful step's result: the tool calls em gathered,
 // the usage and the stop reason of resp, overridden by the one the wire
 // gave and by tool calls.
-func stepResult(model string, resp *llms.ContentResponse, em *emitter) step.Result {
-	res := step.Result{Model: model, StopReason: step.StopDone, ToolCalls: em.calls()}
+func stepResult(model string, resp *llms.ContentResponse, em *emitter) thread.ModelResult {
+	res := thread.ModelResult{Model: model, StopReason: thread.StopDone, ToolCalls: em.calls()}
 	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
 		c := resp.Choices[0]
 		res.StopReason = stopReason(c.StopReason)
@@ -316,7 +304,7 @@ func stepResult(model string, resp *llms.ContentResponse, em *emitter) step.Resu
 		res.StopReason = em.stop
 	}
 	if len(res.ToolCalls) > 0 {
-		res.StopReason = step.StopToolCalls
+		res.StopReason = thread.StopToolCalls
 	}
 	return res
 }
@@ -485,11 +473,11 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-// toMessages converts a chat request's messages to langchaingo's (see
-// toLLMMessages).
+// toMessages converts a request's messages to langchaingo's for provider
+// (see toLLMMessages).
 func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.MessageContent {
 	w := map[string]wire{ProviderOpenAI: wireOpenAI, ProviderAnthropic: wireAnthropic, ProviderGoogleAI: wireGoogle, ProviderOllama: wireOllama}[provider]
-	return toLLMMessages(FromModelRequest(req), w, vision)
+	return toLLMMessages(req, w, vision)
 }
 
 // userContent converts a system or user message: its text parts are joined
@@ -498,7 +486,7 @@ func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.Me
 // model without vision or an image that is not a data: URL, a short text
 // note. Text attachments become text parts. ok is false for a message with
 // nothing in it.
-func userContent(msg *step.Message, w wire, vision bool) (llms.MessageContent, bool) {
+func userContent(msg *thread.ModelMessage, w wire, vision bool) (llms.MessageContent, bool) {
 	role := llms.ChatMessageTypeHuman
 	if msg.Role == checkpoint.RoleSystem {
 		role = llms.ChatMessageTypeSystem
@@ -521,9 +509,9 @@ func userContent(msg *step.Message, w wire, vision bool) (llms.MessageContent, b
 	}
 	for _, p := range msg.Parts {
 		switch p.Type {
-		case step.PartImage:
+		case thread.PartImage:
 			addImage(p.Image)
-		case step.PartText, "":
+		case thread.PartText, "":
 			if p.Text != "" {
 				text = append(text, p.Text)
 			}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/threadline/threadline/model/acp"
 	"github.com/threadline/threadline/model/mcp"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -694,11 +693,7 @@ func (r *Registry) ContextBudget(name string) int {
 // notConfigured is a known model whose key is missing.
 type notConfigured struct{ msg string }
 
-func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
+// Stream implements thread.Model: it fails with model_not_configured.
+func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(thread.Delta) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
-}
-
-// StreamStep implements Stepper: it fails like Stream.
-func (n notConfigured) StreamStep(context.Context, step.Request, func(step.Delta) error) (step.Result, error) {
-	return step.Result{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
 }

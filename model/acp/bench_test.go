@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/model/acp"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
@@ -34,8 +33,8 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		defer a.Close()
 		var lat []time.Duration
 		b.ResetTimer()
-		_, err := a.StreamStep(context.Background(), step.Request{Messages: []step.Message{{Role: "user", Parts: []step.Part{{Type: "text", Text: "go"}}}}},
-			func(d step.Delta) error {
+		_, err := a.StreamStep(context.Background(), thread.ModelRequest{Messages: []thread.ModelMessage{{Role: "user", Parts: []thread.ModelPart{{Type: "text", Text: "go"}}}}},
+			func(d thread.Delta) error {
 				lat = append(lat, since(d.Text))
 				return nil
 			})

@@ -349,7 +349,7 @@ func (s *Service) attachments(ctx context.Context, caller string, ids []uuid.UUI
 
 type failingModel struct{ err error }
 
-func (f failingModel) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
+func (f failingModel) Stream(context.Context, thread.ModelRequest, func(thread.Delta) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: errcode.Message(f.err)}
 }
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
 )
@@ -21,12 +19,12 @@ func TestCancelledFirstReplyTitles(t *testing.T) {
 		t.Run("title model "+titleModel, func(t *testing.T) {
 			t.Parallel()
 			started := make(chan struct{})
-			block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+			block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (thread.ToolOutput, error) {
 				close(started)
 				<-ctx.Done()
-				return tool.Result{}, ctx.Err()
+				return thread.ToolOutput{}, ctx.Err()
 			}}
-			m := &agentScript{steps: [][]step.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
+			m := &agentScript{steps: [][]thread.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
 			svc, st, _ := fakeSetup(t, m, engine.Config{Tools: registry(t, block), TitleModel: titleModel})
 			tid := uuid.New()
 			r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("repaint the kitchen")})

@@ -151,7 +151,7 @@ func (f *floorServer) start(w http.ResponseWriter, r *http.Request) {
 // execute runs the model, publishing each token as it comes.
 func (f *floorServer) execute(run *floorRun, prompt string) {
 	req := thread.ModelRequest{Call: 1, Messages: []thread.ModelMessage{{Role: checkpoint.RoleUser,
-		Parts: []checkpoint.Part{{Type: "text", Text: prompt}}}}}
+		Parts: []thread.ModelPart{{Type: thread.PartText, Text: prompt}}}}}
 	add := func(ev floorEvent) {
 		run.mu.Lock()
 		ev.seq = int64(len(run.events)) + 1
@@ -162,8 +162,10 @@ func (f *floorServer) execute(run *floorRun, prompt string) {
 		run.mu.Unlock()
 		f.hub.Publish(run.id, ev)
 	}
-	_, _ = f.model.Stream(context.Background(), req, func(tok string) error {
-		add(floorEvent{text: tok})
+	_, _ = f.model.Stream(context.Background(), req, func(d thread.Delta) error {
+		if d.Kind == thread.DeltaText {
+			add(floorEvent{text: d.Text})
+		}
 		return nil
 	})
 	add(floorEvent{final: true})
