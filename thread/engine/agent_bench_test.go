@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -31,11 +30,7 @@ type stepClock struct {
 	returns   []time.Time
 }
 
-func (m *stepClock) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
-	return thread.ModelResult{}, errors.New("steps only")
-}
-
-func (m *stepClock) StreamStep(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
+func (m *stepClock) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	m.mu.Lock()
 	m.starts = append(m.starts, time.Now())
 	n := len(m.starts)

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
@@ -22,10 +22,9 @@ import (
 	"github.com/threadline/threadline/thread/threadtest"
 )
 
-var _ thread.Stepper = model.Stepper(nil)
 var _ thread.Tools = (*tool.Registry)(nil)
 
-// agentScript is a Stepper that plays one list of deltas per step (the
+// agentScript is a model that plays one list of deltas per step (the
 // last list again for every later step) and records each step's request.
 type agentScript struct {
 	steps [][]thread.Delta
@@ -33,11 +32,7 @@ type agentScript struct {
 	reqs  []thread.ModelRequest
 }
 
-func (m *agentScript) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
-	return thread.ModelResult{}, errors.New("agentScript streams steps only")
-}
-
-func (m *agentScript) StreamStep(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
+func (m *agentScript) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	m.mu.Lock()
 	i := len(m.reqs)
 	m.reqs = append(m.reqs, req)
@@ -144,7 +139,7 @@ func sameAgentEvents(t *testing.T, what string, got, want []thread.Event, msgID 
 // and an interim snapshot, and a replay from the store is the same.
 func TestAgentDemoCalculator(t *testing.T) {
 	t.Parallel()
-	svc, st, _ := fakeSetup(t, model.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...)})
+	svc, st, _ := fakeSetup(t, builtin.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...)})
 	tid, r, evs := runAgent(t, svc, "what is 12*7?", thread.RunConfig{})
 	args, result, interim := calcEvents(t, evs, r)
 	if args != `{"expression":"12*7"}` || result == nil || string(result.Data) != "84" || result.IsError {

@@ -210,3 +210,9 @@ func TestEngineFence(t *testing.T) {
 		}
 	}
 }
+
+// textSink adapts a model's delta callback to a test model that streams
+// text: each piece is sent as a text delta.
+func textSink(on func(thread.Delta) error) func(string) error {
+	return func(s string) error { return on(thread.Delta{Kind: thread.DeltaText, Text: s}) }
+}

@@ -86,7 +86,8 @@ type stepper struct {
 
 func newStepper() *stepper { return &stepper{toks: make(chan string), stopped: make(chan struct{})} }
 
-func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	for {
 		select {
 		case tok, ok := <-m.toks:
@@ -487,7 +488,7 @@ func TestShutdownRefusesLateRuns(t *testing.T) {
 // titleBlocker is a title model that answers only when its context ends.
 type titleBlocker struct{ called, cancelled chan struct{} }
 
-func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(string) error) (thread.ModelResult, error) {
+func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(thread.Delta) error) (thread.ModelResult, error) {
 	close(b.called)
 	<-ctx.Done()
 	close(b.cancelled)

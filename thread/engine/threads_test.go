@@ -28,7 +28,8 @@ type recorder struct {
 	seen [][]thread.ModelMessage
 }
 
-func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	r.mu.Lock()
 	r.seen = append(r.seen, req.Messages)
 	n := len(r.seen)

@@ -28,7 +28,8 @@ type chatModel struct {
 	err    error
 }
 
-func (m chatModel) Stream(_ context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m chatModel) Stream(_ context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	for _, tok := range m.tokens {
 		if err := on(tok); err != nil {
 			return m.res, err

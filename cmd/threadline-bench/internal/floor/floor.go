@@ -29,7 +29,7 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 )
@@ -51,7 +51,7 @@ type floorRun struct {
 }
 
 type floorServer struct {
-	model *model.Builtin
+	model *builtin.Builtin
 	hub   *stream.Hub[floorEvent]
 	mu    sync.Mutex
 	runs  map[uuid.UUID]*floorRun
@@ -88,7 +88,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("bench floor: %w", err)
 	}
 	defer stopProfile()
-	f := &floorServer{model: model.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
+	f := &floorServer{model: builtin.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
 	mux := http.NewServeMux()
 	// The same body as the service's: a response with a body keeps its
 	// connection busy until read, which bench load's preconnect relies on.

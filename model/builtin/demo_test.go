@@ -1,4 +1,4 @@
-package model_test
+package builtin_test
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-// demoChat is the demo's chat (Stream) reply to text.
+// demoChat is the text of the demo's reply to text without tools (a
+// chat call).
 func demoChat(t *testing.T, text string, call int64) string {
 	t.Helper()
 	var b strings.Builder
-	res, err := model.NewDemo(0).Stream(context.Background(), userReq(text, call), func(s string) error { b.WriteString(s); return nil })
+	res, err := streamText(builtin.NewDemo(0), context.Background(), userReq(text, call), func(s string) error { b.WriteString(s); return nil })
 	if err != nil || res.StopReason != "stop" || res.Model != "builtin" || res.CompletionTokens == 0 {
 		t.Fatalf("Stream(%q): got %+v, %v", text, res, err)
 	}
@@ -42,7 +43,7 @@ func TestDemoChat(t *testing.T) {
 		{"show me code", []string{"```go\npackage main"}, nil},
 		{"a table please", []string{"| provider | `run_config.model` | what to set |\n|---|---|---|\n", "| Ollama | `ollama:llama3.2` |"}, nil},
 		{"give me a list of ideas?", []string{"- It has **6** words.", "*ideas*", "a question"}, nil},
-		{"plan a trip to Rome", []string{"- [ ] Understand the goal: plan a trip to Rome\n", "- [ ] Sum up what was done", "4. Every task is done"}, []string{`"tasks"`}},
+		{"plan a trip to Rome", []string{"I tick each task off as I go", "4. Every task is done"}, []string{`"tasks"`}},
 		{"", []string{"You asked: nothing"}, nil},
 		{"quote `this` " + strings.Repeat("long ", 100), []string{"quote 'this' long", "…”"}, nil},
 	}
@@ -75,12 +76,12 @@ func TestDemoChat(t *testing.T) {
 }
 
 // agentStep runs one demo step and returns its deltas and result.
-func agentStep(t *testing.T, m model.Stepper, req thread.ModelRequest) ([]thread.Delta, thread.ModelResult) {
+func agentStep(t *testing.T, m thread.Model, req thread.ModelRequest) ([]thread.Delta, thread.ModelResult) {
 	t.Helper()
 	var ds []thread.Delta
-	res, err := m.StreamStep(context.Background(), req, func(d thread.Delta) error { ds = append(ds, d); return nil })
+	res, err := m.Stream(context.Background(), req, func(d thread.Delta) error { ds = append(ds, d); return nil })
 	if err != nil {
-		t.Fatalf("StreamStep: %v", err)
+		t.Fatalf("Stream: %v", err)
 	}
 	return ds, res
 }
@@ -94,7 +95,7 @@ func turn(t *testing.T, prompt string, specs []thread.ToolSpec, now time.Time) (
 	if err := reg.Add(tool.Builtins(func() time.Time { return now })...); err != nil {
 		t.Fatal(err)
 	}
-	m := model.NewDemo(0)
+	m := builtin.NewDemo(0)
 	asst := thread.ModelMessage{Role: checkpoint.RoleAssistant}
 	var all []thread.Delta
 	for steps := 1; steps <= 4; steps++ {
@@ -208,7 +209,7 @@ func TestDemoAgent(t *testing.T) {
 
 func TestDemoPlan(t *testing.T) {
 	t.Parallel()
-	ds, res := agentStep(t, model.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
+	ds, res := agentStep(t, builtin.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
 		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "Make a plan for my move"}}}}})
 	type plan struct {
 		ID    string `json:"id"`
@@ -266,7 +267,7 @@ func TestDemoPlan(t *testing.T) {
 func TestDemoFailAndCancel(t *testing.T) {
 	t.Parallel()
 	var text strings.Builder
-	_, err := model.NewDemo(0).Stream(context.Background(), userReq("/fail model_auth", 1), func(s string) error { text.WriteString(s); return nil })
+	_, err := streamText(builtin.NewDemo(0), context.Background(), userReq("/fail model_auth", 1), func(s string) error { text.WriteString(s); return nil })
 	if errcode.Of(err) != errcode.ModelAuth || text.String() != "Failing as asked." {
 		t.Errorf("/fail model_auth: got %q, %v; want three words and model_auth", text.String(), err)
 	}
@@ -275,7 +276,7 @@ func TestDemoFailAndCancel(t *testing.T) {
 	// sends nothing more.
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err = model.NewDemo(5*time.Millisecond).Stream(ctx, userReq("hello", 1), func(string) error {
+	_, err = streamText(builtin.NewDemo(5*time.Millisecond), ctx, userReq("hello", 1), func(string) error {
 		n++
 		cancel()
 		return nil
@@ -285,7 +286,7 @@ func TestDemoFailAndCancel(t *testing.T) {
 	}
 
 	stop := errors.New("enough")
-	_, err = model.NewDemo(0).Stream(context.Background(), userReq("hello", 1), func(string) error { return stop })
+	_, err = streamText(builtin.NewDemo(0), context.Background(), userReq("hello", 1), func(string) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("onToken's error: got %v, want it back", err)
 	}
@@ -296,12 +297,12 @@ func TestDemoFailAndCancel(t *testing.T) {
 // next step says what was answered. Without the tool it does not ask.
 func TestDemoAsksUser(t *testing.T) {
 	t.Parallel()
-	ask := thread.ToolSpec{Name: model.AskUserTool, Description: "Ask the person.", Parameters: json.RawMessage(`{"type":"object"}`)}
-	m := model.NewDemo(0)
+	ask := thread.ToolSpec{Name: builtin.AskUserTool, Description: "Ask the person.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	m := builtin.NewDemo(0)
 	user := thread.ModelMessage{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "ask me what to do"}}}
 	ds, res := agentStep(t, m, thread.ModelRequest{Tools: []thread.ToolSpec{ask}, Messages: []thread.ModelMessage{user}})
-	if res.StopReason != thread.StopToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != model.AskUserTool {
-		t.Fatalf("first step: stop %q, calls %+v; want one %s call", res.StopReason, res.ToolCalls, model.AskUserTool)
+	if res.StopReason != thread.StopToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != builtin.AskUserTool {
+		t.Fatalf("first step: stop %q, calls %+v; want one %s call", res.StopReason, res.ToolCalls, builtin.AskUserTool)
 	}
 	var args struct {
 		Question string   `json:"question"`
@@ -346,7 +347,7 @@ func reasoningOf(ds []thread.Delta) string {
 // data part, each with a name, a path and a data: URL holding its content.
 func TestDemoFiles(t *testing.T) {
 	t.Parallel()
-	ds, res := agentStep(t, model.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
+	ds, res := agentStep(t, builtin.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
 		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "write me some files"}}}}})
 	var files []struct{ Filepath, Filename, URL string }
 	for _, d := range ds {

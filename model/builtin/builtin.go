@@ -20,7 +20,7 @@
 // Any other word after "/fail " fails with model_error. This exists so the
 // failure path of a run (error event, failed run, incomplete message) can be
 // tested end to end with zero keys.
-package model
+package builtin
 
 import (
 	"context"
@@ -40,7 +40,7 @@ var _ thread.Model = (*Builtin)(nil)
 // from a splitmix64 generator seeded with the FNV-1a hash of the last user
 // message's text and the request's Call. With Delay > 0 token i is sent at
 // start + (i+1)*Delay, from a goroutine that every paced stream of the
-// process shares (see pace), so onToken must not block; with Delay == 0
+// process shares (see pace), so onDelta must not block; with Delay == 0
 // tokens are sent back to back on the caller's goroutine with no timer.
 //
 // Stream allocates once per block of 256 tokens and hands out substrings, so
@@ -162,12 +162,10 @@ func failCode(prompt string) errcode.Code {
 // model calls no tools. It returns ctx.Err() when ctx ends between two
 // tokens, and onDelta's error as is.
 func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
-	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), func(tok string) error {
-		return onDelta(thread.Delta{Kind: thread.DeltaText, Text: tok})
-	})
+	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), onDelta)
 }
 
-func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onToken func(string) error) (thread.ModelResult, error) {
+func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	n := m.Tokens
 	fail := failCode(prompt)
 	if fail != "" {
@@ -180,7 +178,7 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 		// Its own variable: the closure moves it to the heap, and the
 		// unpaced path below should not pay for that.
 		paced := &tokenSource{s: seed(prompt, call), n: n}
-		send := func(i int) error { return onToken(paced.at(i)) }
+		send := func(i int) error { return onDelta(thread.Delta{Kind: thread.DeltaText, Text: paced.at(i)}) }
 		if err := paceWith(ctx, m.Pacer, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
@@ -195,7 +193,7 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 				default:
 				}
 			}
-			if err := onToken(toks.at(i)); err != nil {
+			if err := onDelta(thread.Delta{Kind: thread.DeltaText, Text: toks.at(i)}); err != nil {
 				return thread.ModelResult{}, err
 			}
 		}

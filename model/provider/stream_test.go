@@ -1,4 +1,4 @@
-package model_test
+package provider_test
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 )
@@ -62,16 +61,16 @@ func (s *scripted) body(t *testing.T, path string) map[string]any {
 	return b[0]
 }
 
-// stepper resolves model "m" of provider at the server as a model.Stepper.
-func (s *scripted) stepper(t *testing.T, provider, suffix string) model.Stepper {
+// stepper resolves model "m" of provider at the server as a thread.Model.
+func (s *scripted) stepper(t *testing.T, provider, suffix string) thread.Model {
 	t.Helper()
 	cfg := map[string]any{"models": []any{map[string]any{
 		"name": "m", "provider": provider, "model": "test-model", "base_url": s.srv.URL + suffix, "api_key_env": "TEST_KEY", "timeout": "5s",
 	}}}
 	r := newRegistry(t, map[string]string{"THREADLINE_MODELS_FILE": writeFile(t, js(cfg)), "TEST_KEY": testKey})
-	m, ok := resolve(t, r, "m").(model.Stepper)
+	m, ok := resolve(t, r, "m").(thread.Model)
 	if !ok {
-		t.Fatalf("model m: got %T, want a model.Stepper", m)
+		t.Fatalf("model m: got %T, want a thread.Model", m)
 	}
 	return m
 }
@@ -104,10 +103,10 @@ type collected struct {
 	kinds           []thread.DeltaKind
 }
 
-func collectStep(t *testing.T, m model.Stepper, req thread.ModelRequest) (*collected, thread.ModelResult) {
+func collectStep(t *testing.T, m thread.Model, req thread.ModelRequest) (*collected, thread.ModelResult) {
 	t.Helper()
 	c := &collected{pieces: map[string][]string{}, names: map[string]string{}}
-	res, err := m.StreamStep(context.Background(), req, func(d thread.Delta) error {
+	res, err := m.Stream(context.Background(), req, func(d thread.Delta) error {
 		c.kinds = append(c.kinds, d.Kind)
 		switch d.Kind {
 		case thread.DeltaText:
@@ -127,7 +126,7 @@ func collectStep(t *testing.T, m model.Stepper, req thread.ModelRequest) (*colle
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("StreamStep: got %v, want nil", err)
+		t.Fatalf("Stream: got %v, want nil", err)
 	}
 	return c, res
 }
@@ -227,19 +226,19 @@ func TestOpenAIToolCallStream(t *testing.T) {
 	}
 }
 
-// TestOpenAIToolCallsNeverText: the chat interface (Stream), on a reply
-// that calls tools, streams only the text; langchaingo's JSON of the
-// tool-call deltas never reaches it.
+// TestOpenAIToolCallsNeverText: on a reply that calls tools, the text
+// deltas hold only the text; langchaingo's JSON of the tool-call deltas
+// never reaches them.
 func TestOpenAIToolCallsNeverText(t *testing.T) {
 	t.Parallel()
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", openaiToolStream)
 	var text strings.Builder
-	res, err := s.stepper(t, "openai", "/v1").(thread.Model).Stream(context.Background(), userReq("hi", 1), func(tok string) error {
+	res, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), userReq("hi", 1), textOf(func(tok string) error {
 		text.WriteString(tok)
 		return nil
-	})
-	if err != nil || text.String() != "On it." || res.StopReason != "stop" {
-		t.Errorf("Stream: got %q, %+v, %v; want only %q", text.String(), res, err, "On it.")
+	}))
+	if err != nil || text.String() != "On it." || res.StopReason != thread.StopToolCalls || len(res.ToolCalls) == 0 {
+		t.Errorf("Stream: got %q, %+v, %v; want only %q and the calls", text.String(), res, err, "On it.")
 	}
 }
 
@@ -372,7 +371,7 @@ func TestOllamaTools(t *testing.T) {
 	if body := s.body(t, "/v1/chat/completions"); get(body, "model") != "test-model" || len(body["tools"].([]any)) != 2 {
 		t.Errorf("request: got %s, want test-model with 2 tools", js(body))
 	}
-	_, err := m.StreamStep(context.Background(), thread.ModelRequest{Messages: []thread.ModelMessage{
+	_, err := m.Stream(context.Background(), thread.ModelRequest{Messages: []thread.ModelMessage{
 		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "hi"}}}}}, func(thread.Delta) error { return nil })
 	if s.bodies["/api/chat"] == nil {
 		t.Errorf("a request without tools: got requests to %v (err %v), want one to /api/chat", s.bodies, err)
@@ -384,7 +383,7 @@ func TestStepOnDeltaError(t *testing.T) {
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", openaiToolStream)
 	stop := errors.New("stop here")
 	n := 0
-	_, err := s.stepper(t, "openai", "/v1").StreamStep(context.Background(), agentReq(), func(d thread.Delta) error {
+	_, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), agentReq(), func(d thread.Delta) error {
 		n++
 		if d.Kind == thread.DeltaToolCallArgs {
 			return stop
@@ -392,7 +391,7 @@ func TestStepOnDeltaError(t *testing.T) {
 		return nil
 	})
 	if !errors.Is(err, stop) || n != 4 {
-		t.Errorf("StreamStep: got %v after %d deltas, want the callback's error after 4", err, n)
+		t.Errorf("Stream: got %v after %d deltas, want the callback's error after 4", err, n)
 	}
 }
 
@@ -411,7 +410,7 @@ func TestStepRaw(t *testing.T) {
 	var log []string
 	req := thread.ModelRequest{Messages: []thread.ModelMessage{{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "hi"}}}},
 		OnRaw: func(line []byte) { log = append(log, "raw "+string(line)) }}
-	_, err := s.stepper(t, "openai", "/v1").StreamStep(context.Background(), req, func(d thread.Delta) error {
+	_, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), req, func(d thread.Delta) error {
 		log = append(log, fmt.Sprintf("delta %d %s", d.Kind, d.Text))
 		return nil
 	})
