@@ -10,6 +10,7 @@ import (
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -43,7 +44,7 @@ func (t *turnRun) add(rec thread.Record) {
 func (t *turnRun) snapshot() {
 	r := t.ar.run
 	t.w.setSnapshot(t.seq+1, &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: t.tree,
-		Running: runningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
+		Running: runlog.RunningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
 	t.add(thread.Record{Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
 }
 

@@ -77,31 +77,6 @@ func (s *Service) inheritConfig(ctx context.Context, threadID uuid.UUID, tip *ch
 	return prev.Config, nil
 }
 
-// isContinuation reports whether r continues a turn: its parent is the
-// turn's assistant checkpoint.
-func isContinuation(r *thread.Run, tree *checkpoint.Tree) bool {
-	p := tree.Get(r.ParentID)
-	return p != nil && p.Role == checkpoint.RoleAssistant
-}
-
-// checkpointOf is the id of the checkpoint r's reply becomes: its message
-// id, or for a continuation (whose message id is the turn's) the run's id.
-func checkpointOf(r *thread.Run, tree *checkpoint.Tree) uuid.UUID {
-	if isContinuation(r, tree) {
-		return r.ID
-	}
-	return r.MessageID
-}
-
-// seeded returns the fold r's records go into: empty, or for a
-// continuation the turn so far.
-func seeded(r *thread.Run, tree *checkpoint.Tree) thread.Turn {
-	if !isContinuation(r, tree) {
-		return thread.Turn{}
-	}
-	return thread.TurnFrom(tree.Get(r.ParentID).Content)
-}
-
 // answer logs a continuation's answers: client results as they are, a
 // rejected approval as an error, and runs the approved calls. The answers
 // to calls the model itself asked about (a step.PermissionPart) are not

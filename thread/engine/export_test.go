@@ -19,7 +19,7 @@ func PendingStarts(s *Service) int { return s.starts.Waiting() }
 func PendingEnds(s *Service) int { return s.ends.Waiting() }
 
 // Forget drops the thread's cached tree, so the next read is cold.
-func Forget(s *Service, id uuid.UUID) { s.forget(id) }
+func Forget(s *Service, id uuid.UUID) { s.trees.Forget(id) }
 
 // RelayReaders is how many runs of other processes have a reader here.
 func RelayReaders(s *Service) int { return s.relay.Readers() }

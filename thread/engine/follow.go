@@ -9,6 +9,7 @@ import (
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -309,7 +310,7 @@ func (s *Service) events(ctx context.Context, caller string, r *thread.Run, recs
 				running = fold.Content()
 			}
 		}
-		evs = append(evs, s.event(r, rec, tree, running))
+		evs = append(evs, runlog.Event(r, rec, tree, running))
 		if fold != nil {
 			fold.Add(&recs[i])
 		}
@@ -325,7 +326,7 @@ func (s *Service) treeAt(ctx context.Context, caller string, r *thread.Run, tree
 	if tree != nil && tree.LastSeq() >= seq {
 		return tree, nil
 	}
-	cached := s.trees.peek(r.ThreadID)
+	cached := s.trees.Peek(r.ThreadID)
 	if cached != nil && cached.LastSeq() >= seq {
 		return cached, nil
 	}
@@ -333,13 +334,13 @@ func (s *Service) treeAt(ctx context.Context, caller string, r *thread.Run, tree
 	if err != nil {
 		return nil, err
 	}
-	return s.tree(ctx, th)
+	return s.trees.Tree(ctx, th)
 }
 
 // foldBefore returns the run's running message before recs[i]: the turn
 // it continues, if any, then its records from sequence 1.
 func (s *Service) foldBefore(ctx context.Context, r *thread.Run, tree *checkpoint.Tree, recs []thread.Record, i int) (*thread.Turn, error) {
-	fold := seeded(r, tree)
+	fold := runlog.Seeded(r, tree)
 	if recs[0].Seq > 1 {
 		prior, _, err := s.logged(ctx, r.ID, 0)
 		if err != nil {
@@ -353,19 +354,6 @@ func (s *Service) foldBefore(ctx context.Context, r *thread.Run, tree *checkpoin
 		fold.Add(&recs[j])
 	}
 	return &fold, nil
-}
-
-// event rebuilds a stream event from its log record.
-// running is the running message's content at a running snapshot.
-func (s *Service) event(r *thread.Run, rec thread.Record, tree *checkpoint.Tree, running []checkpoint.Part) thread.Event {
-	if rec.Kind != thread.KindSnapshot {
-		return thread.RecordEvent(r, &rec)
-	}
-	snap := &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: rec.Status, Tree: tree.Upto(rec.TreeSeq), Head: r.MessageID}
-	if !rec.Status.Done() {
-		snap.Running = runningNode(r, tree, running)
-	}
-	return thread.Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 }
 
 // Follow calls fn with every event of the run after sequence after, first

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/commit"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
 // Every run's event log is written by the engine's group commit
@@ -44,7 +45,7 @@ func newCommitter(s *Service) *committer {
 // store refuses r's claim.
 func (s *Service) newLogWriter(r *thread.Run, lost func()) *logWriter {
 	w := &logWriter{run: r}
-	w.LogWriter = s.commits.Writer(r.ID, w, firstRecord(r), lost)
+	w.LogWriter = s.commits.Writer(r.ID, w, runlog.FirstRecord(r), lost)
 	return w
 }
 

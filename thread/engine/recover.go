@@ -8,6 +8,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -143,13 +144,13 @@ func (s *Service) recoverRun(ctx context.Context, r *thread.Run) error {
 	if err != nil {
 		return err
 	}
-	tree, err := s.tree(ctx, th)
+	tree, err := s.trees.Tree(ctx, th)
 	if err != nil {
 		return err
 	}
 	// Calls that have no result were cut off: they are answered, never
 	// run again.
-	fold := seeded(r, tree)
+	fold := runlog.Seeded(r, tree)
 	for i := range recs {
 		fold.Add(&recs[i])
 	}

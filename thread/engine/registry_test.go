@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -107,67 +106,5 @@ func TestRegistryConcurrentStarts(t *testing.T) {
 		if err != nil && (!errors.As(err, &busy) || busy.ar != won) {
 			t.Fatalf("start %d: got %v, want *threadBusy naming the registered run", i, err)
 		}
-	}
-}
-
-func treeOf(t *testing.T, threadID uuid.UUID, n int) *checkpoint.Tree {
-	t.Helper()
-	nodes := make([]checkpoint.Node, n)
-	parent := uuid.Nil
-	for i := range nodes {
-		nodes[i] = checkpoint.Node{ID: uuid.New(), ThreadID: threadID, ParentID: parent, Seq: int64(i + 1), Role: checkpoint.RoleUser}
-		parent = nodes[i].ID
-	}
-	tree, err := checkpoint.NewTree(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree
-}
-
-// TestTreeCache: a tree is the caller's the store named, a shorter tree
-// never replaces a longer one, the cache holds at most its bound, and
-// forget and clear drop trees.
-func TestTreeCache(t *testing.T) {
-	t.Parallel()
-	c := newTreeCache(2)
-	id := uuid.New()
-	long, short := treeOf(t, id, 3), treeOf(t, id, 2)
-	c.put(id, long)
-	if got := c.get("alice", id); got != nil {
-		t.Fatal("get before own: got a tree, want nil (no caller known)")
-	}
-	c.own(id, "alice")
-	if got := c.get("alice", id); got != long {
-		t.Fatalf("get(alice): got %v, want the cached tree", got)
-	}
-	if got := c.get("bob", id); got != nil {
-		t.Fatal("get(bob) of alice's thread: got a tree, want nil")
-	}
-	c.put(id, short)
-	if got := c.peek(id); got != long {
-		t.Fatalf("after put of a shorter tree: got %d checkpoints, want 3", got.Len())
-	}
-	c.own(uuid.New(), "alice") // no tree cached: no owner kept
-	for range 5 {
-		other := uuid.New()
-		c.put(other, treeOf(t, other, 1))
-	}
-	if n := len(c.trees); n > 2 {
-		t.Fatalf("cache holds %d trees, want at most 2", n)
-	}
-	if len(c.owners) > len(c.trees) {
-		t.Fatalf("cache holds %d owners for %d trees", len(c.owners), len(c.trees))
-	}
-	c.put(id, long)
-	c.own(id, "alice")
-	c.forget(id)
-	if c.peek(id) != nil || c.get("alice", id) != nil {
-		t.Fatal("forget left the tree")
-	}
-	c.put(id, long)
-	c.clear()
-	if len(c.trees) != 0 || len(c.owners) != 0 {
-		t.Fatalf("clear left %d trees, %d owners", len(c.trees), len(c.owners))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/commit"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -45,10 +46,10 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 	w := ar.log
 	ctx, span := s.startRunSpan(ar.ctx, r)
 	defer span.End()
-	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: seeded(r, tree), ctx: ctx}
-	firstRec := firstRecord(r)
+	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: runlog.Seeded(r, tree), ctx: ctx}
+	firstRec := runlog.FirstRecord(r)
 	firstEv := thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &thread.Snapshot{
-		ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: tree, Running: runningNode(r, tree, t.fold.Content()), Head: r.MessageID}}
+		ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: tree, Running: runlog.RunningNode(r, tree, t.fold.Content()), Head: r.MessageID}}
 	commitStart := func() {
 		if !w.ClaimStart(commit.StartCommitting) {
 			return // the run ended first and is written whole
@@ -67,7 +68,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 			started <- err
 			return
 		}
-		s.trees.put(r.ThreadID, tree)
+		s.trees.Put(r.ThreadID, tree)
 		s.hub.Publish(r.ID, firstEv)
 		w.Started(true)
 		started <- nil
@@ -162,11 +163,6 @@ func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStat
 	return thread.RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}, nil
 }
 
-// firstRecord is a run's first log record: its running snapshot.
-func firstRecord(r *thread.Run) thread.Record {
-	return thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
-}
-
 // finishing is what finish writes and publishes.
 type finishing struct {
 	run     *thread.Run
@@ -197,7 +193,7 @@ type finishing struct {
 func (s *Service) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
-		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+		ID: runlog.CheckpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
 		Content: f.content, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
 	}
 	final := thread.Record{Seq: all[len(all)-1].Seq + 1, Kind: thread.KindSnapshot, Status: status, TreeSeq: asst.Seq}
@@ -217,7 +213,7 @@ func (s *Service) finish(f finishing) error {
 	s.leaveThread(r)
 	nt, err := tree.Append(asst)
 	if err == nil {
-		s.trees.put(r.ThreadID, nt)
+		s.trees.Put(r.ThreadID, nt)
 		tree = nt
 	}
 	events := make([]thread.Event, 0, len(tail)+1)
@@ -257,11 +253,11 @@ func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tr
 			return thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 		}
 	}
-	fold := seeded(r, tree)
+	fold := runlog.Seeded(r, tree)
 	for i := range all[:rec.Seq-1] {
 		fold.Add(&all[i])
 	}
-	return s.event(r, *rec, tree, fold.Content())
+	return runlog.Event(r, *rec, tree, fold.Content())
 }
 
 // endUnwritten settles a run whose end could not be written: nothing more

@@ -11,6 +11,7 @@ import (
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"github.com/threadline/threadline/thread/engine/internal/trees"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -85,8 +86,8 @@ type Service struct {
 	drained   chan struct{}
 	drainOnce sync.Once
 
-	trees  *treeCache // the threads' checkpoint trees
-	active *registry  // the runs this process owns
+	trees  *trees.Cache // the threads' checkpoint trees
+	active *registry    // the runs this process owns
 
 	leases  lifecycle.Lifecycle // renewal, recovery and the log's purge (leaseLoop)
 	watcher lifecycle.Lifecycle // other processes' changes (watchLoop)
@@ -125,7 +126,7 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 	}
 	cfg.Limits.defaults()
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
-		trees: newTreeCache(cfg.TreeCache), active: newRegistry()}
+		trees: trees.New(store, cfg.TreeCache), active: newRegistry()}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.drained = make(chan struct{})
 	s.commits = newCommitter(s)

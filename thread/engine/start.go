@@ -58,7 +58,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 	if ar := s.localRun(caller, threadID); ar != nil {
 		return s.startOnLocalRun(ctx, caller, threadID, req, ar)
 	}
-	if th, tree := s.cached(caller, threadID); tree != nil {
+	if th, tree := s.trees.Cached(caller, threadID); tree != nil {
 		// The cached tree saves reading the thread; the start's guard
 		// checks that the thread still ends where the tree does. Any
 		// refusal but a busy thread may come from a stale tree (another
@@ -68,7 +68,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 		if err == nil || err == errStartAgain || errcode.Of(err) == errcode.RunInProgress {
 			return run, existing, err
 		}
-		s.forget(threadID)
+		s.trees.Forget(threadID)
 	}
 	var th *thread.Thread
 	if req.Message != nil && req.ParentID == uuid.Nil && req.SourceID == uuid.Nil {
@@ -88,7 +88,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 		th = &thread.Thread{ID: threadID, Caller: caller, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
 		run, existing, cerr := s.startRun(ctx, caller, th, &checkpoint.Tree{}, req, model, modelName, true)
 		if cerr == nil {
-			s.trees.own(th.ID, th.Caller)
+			s.trees.Own(th.ID, th.Caller)
 			return run, existing, nil
 		}
 		if code := errcode.Of(cerr); code == errcode.RunInProgress || code == errcode.Unavailable || code == errcode.Invalid {
@@ -99,7 +99,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 	if err != nil {
 		return nil, false, err
 	}
-	tree, err := s.tree(ctx, th)
+	tree, err := s.trees.Tree(ctx, th)
 	if err != nil {
 		return nil, false, err
 	}
@@ -232,7 +232,7 @@ func (s *Service) startFailed(ctx context.Context, caller string, threadID uuid.
 	if user != nil && req.Message.ID != uuid.Nil && (errcode.Of(err) == errcode.Conflict || errcode.Of(err) == errcode.RunInProgress) {
 		// A concurrent retry with the same message id won the race.
 		if th2, err2 := s.store.ThreadGet(ctx, caller, threadID); err2 == nil {
-			if t2, err2 := s.tree(ctx, th2); err2 == nil {
+			if t2, err2 := s.trees.Tree(ctx, th2); err2 == nil {
 				if prev := t2.Get(req.Message.ID); prev != nil {
 					return s.retried(ctx, th2, prev, req)
 				}
@@ -255,7 +255,7 @@ func (s *Service) sameParent(caller string, threadID, stored, named uuid.UUID) b
 	if stored == named {
 		return true
 	}
-	_, tree := s.cached(caller, threadID)
+	_, tree := s.trees.Cached(caller, threadID)
 	return tree != nil && tree.WireID(stored) == named
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -116,7 +117,7 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
 		return err
 	}
-	s.forget(id)
+	s.trees.Forget(id)
 	for _, ar := range waits {
 		ar.lose() // its claim went with the thread
 	}
@@ -133,14 +134,14 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 // Checkpoints returns the thread's whole checkpoint tree; not_found for
 // unknown or foreign threads.
 func (s *Service) Checkpoints(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Tree, error) {
-	_, t, _, err := s.read(ctx, caller, id)
+	_, t, _, err := s.trees.Read(ctx, caller, id)
 	return t, err
 }
 
 // SetHead remembers the branch the client shows. The message must be in the
 // thread (or be its running reply): not_found otherwise.
 func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid.UUID) error {
-	_, t, r, err := s.read(ctx, caller, id)
+	_, t, r, err := s.trees.Read(ctx, caller, id)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid
 // not_found for unknown or foreign threads.
 func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*thread.ThreadSnapshot, error) {
 	for attempt := 0; ; attempt++ {
-		th, t, r, err := s.read(ctx, caller, id)
+		th, t, r, err := s.trees.Read(ctx, caller, id)
 		if err != nil {
 			return nil, err
 		}
@@ -172,28 +173,14 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*t
 				continue // it ended between the reads; read again
 			}
 		}
-		fold := seeded(r, t)
+		fold := runlog.Seeded(r, t)
 		var last int64
 		for i := range recs {
 			fold.Add(&recs[i])
 			last = recs[i].Seq
 		}
-		snap.Running = runningNode(r, t, fold.Content())
+		snap.Running = runlog.RunningNode(r, t, fold.Content())
 		snap.ActiveRun = &thread.ActiveRun{RunID: r.ID, MessageID: r.MessageID, Sequence: last}
 		return snap, nil
-	}
-}
-
-// runningNode is the run's assistant message while it runs, holding
-// content (nil: one empty text part), with the id of the checkpoint it
-// becomes in tree.
-func runningNode(r *thread.Run, tree *checkpoint.Tree, content []checkpoint.Part) *checkpoint.Node {
-	if content == nil {
-		content = []checkpoint.Part{{Type: checkpoint.PartText}}
-	}
-	return &checkpoint.Node{
-		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
-		Content: content, Status: &checkpoint.Status{Type: "running"},
-		RunID: r.ID, CreatedAt: r.CreatedAt, Running: true,
 	}
 }

@@ -59,7 +59,7 @@ func (s *Service) apply(ctx context.Context, c thread.Change) {
 				ar.lose() // its claim went with the thread
 			}
 		}
-		s.forget(c.ID)
+		s.trees.Forget(c.ID)
 	case thread.ChangeOwnerDead:
 		s.Recover(ctx)
 	case thread.ChangeReset:
@@ -79,5 +79,5 @@ func (s *Service) resync(ctx context.Context) {
 
 // forgetAll empties the tree cache.
 func (s *Service) forgetAll() {
-	s.trees.clear()
+	s.trees.Clear()
 }
