@@ -5,7 +5,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/follow"
 )
 
 // registry is the runs this process owns, by id and by thread (at most
@@ -16,12 +18,18 @@ type registry struct {
 	runs     map[uuid.UUID]*activeRun
 	byThread map[uuid.UUID]*activeRun
 	closing  bool
+	// firsts are the runs' first subscriptions, made before their first
+	// event, for their starter's follow to claim once (First): it then
+	// needs no catch-up read of the log. The hub's End closes one that
+	// nobody claims.
+	firsts map[uuid.UUID]stream.Subscription[thread.Event]
 	// done counts the runs whose goroutine has not returned.
 	done sync.WaitGroup
 }
 
 func newRegistry() *registry {
-	return &registry{runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun)}
+	return &registry{runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun),
+		firsts: make(map[uuid.UUID]stream.Subscription[thread.Event])}
 }
 
 // add registers ar as its run's and its thread's, and counts it in done.
@@ -114,4 +122,55 @@ func (g *registry) closed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closing
+}
+
+var _ follow.Local = (*registry)(nil)
+
+// Runs reports whether this process runs the run.
+func (g *registry) Runs(runID uuid.UUID) bool { return g.get(runID) != nil }
+
+// Log returns the durable records after sequence after of a run this
+// process runs, and whether they are its whole log; ok false when it runs
+// no such run.
+func (g *registry) Log(runID uuid.UUID, after int64) (recs []thread.Record, ended, ok bool) {
+	ar := g.get(runID)
+	if ar == nil {
+		return nil, false, false
+	}
+	recs, ended = ar.log.After(after)
+	return recs, ended, true
+}
+
+// keepFirst keeps sub as the run's first subscription for First. The
+// unclaimed ones of ended runs (a starter that did not follow) are
+// dropped once they outnumber the runs: their hub's End closed them.
+func (g *registry) keepFirst(runID uuid.UUID, sub stream.Subscription[thread.Event]) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.firsts) > 2*len(g.runs)+64 {
+		for id := range g.firsts {
+			if g.runs[id] == nil {
+				delete(g.firsts, id)
+			}
+		}
+	}
+	g.firsts[runID] = sub
+}
+
+// First claims the run's first subscription: nil when there is none or
+// it was claimed.
+func (g *registry) First(runID uuid.UUID) stream.Subscription[thread.Event] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sub := g.firsts[runID]
+	delete(g.firsts, runID)
+	return sub
+}
+
+// dropFirst closes the run's first subscription if nobody claimed it (a
+// start that failed).
+func (g *registry) dropFirst(runID uuid.UUID) {
+	if sub := g.First(runID); sub != nil {
+		sub.Close()
+	}
 }

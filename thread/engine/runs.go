@@ -32,7 +32,6 @@ func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *thread.Ru
 		return nil
 	}
 	r := *ar.run
-	r.Local = nil // the StartRun caller's to claim
 	return &r
 }
 
@@ -45,7 +44,7 @@ func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uui
 	}
 	// The store counts a running run's group commits only when it reads
 	// its log.
-	recs, _, err := s.logged(ctx, runID, r.LastSequence)
+	recs, _, err := s.followers.Logged(ctx, runID, r.LastSequence)
 	if err != nil {
 		return nil, err
 	}
@@ -53,50 +52,6 @@ func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uui
 		r.LastSequence = recs[n-1].Seq
 	}
 	return r, nil
-}
-
-// Where logged found a run's records.
-type logSource int
-
-const (
-	logStored logSource = iota // the store: the run is not running here
-	logLive                    // this process's memory: the run goes on
-	logEnded                   // this process's memory: the whole log
-)
-
-// logged returns the run's durable records after sequence after: from
-// memory while this process runs it (a rejoin then reads nothing from the
-// database), else from the store.
-func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, logSource, error) {
-	if recs, src, ok := s.localLog(runID, after); ok {
-		return recs, src, nil
-	}
-	recs, err := s.store.RunEventsAfter(ctx, runID, after)
-	return recs, logStored, err
-}
-
-// localLog returns the records after sequence after of a run this process
-// runs (ok false when it runs no such run).
-func (s *Service) localLog(runID uuid.UUID, after int64) (recs []thread.Record, src logSource, ok bool) {
-	ar := s.active.get(runID)
-	if ar == nil {
-		return nil, logStored, false
-	}
-	recs, ended := ar.log.After(after)
-	if ended {
-		return recs, logEnded, true
-	}
-	return recs, logLive, true
-}
-
-// loggedPage is logged with the store's answer cut to a page of
-// Limits.LogPageBytes; more says the store holds more after it.
-func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) (recs []thread.Record, src logSource, more bool, err error) {
-	if recs, src, ok := s.localLog(runID, after); ok {
-		return recs, src, false, nil // this process's memory: nothing is copied
-	}
-	recs, more, err = s.store.RunEventsPage(ctx, runID, after, s.cfg.Limits.LogPageBytes)
-	return recs, logStored, more, err
 }
 
 // CancelRun stops a run, here or in the process that owns it. Cancelling a

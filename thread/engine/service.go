@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
+	"github.com/threadline/threadline/thread/engine/internal/follow"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
 	"github.com/threadline/threadline/thread/engine/internal/trees"
@@ -74,8 +75,10 @@ type Service struct {
 	log     *slog.Logger
 	commits *committer
 	relay   *relay.Relay[thread.Event]
-	starts  *batch.Batcher[startReq]
-	ends    *batch.Batcher[thread.RunFinish]
+	// followers follows runs, this process's and others'.
+	followers *follow.Follower
+	starts    *batch.Batcher[startReq]
+	ends      *batch.Batcher[thread.RunFinish]
 
 	// abandonCtx ends when Shutdown's grace does: title calls stop and
 	// failed end writes are no longer retried.
@@ -130,7 +133,9 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.drained = make(chan struct{})
 	s.commits = newCommitter(s)
-	s.relay = newRelay(s)
+	s.relay = follow.NewRelay(cfg.RelayBuffer, cfg.Wakeups, cfg.RetryMin, s.log)
+	s.followers = &follow.Follower{Store: store, Hub: hub, Relay: s.relay, Trees: s.trees, Local: s.active, Wakeups: cfg.Wakeups,
+		RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, PageBytes: cfg.Limits.LogPageBytes, Drained: s.drained}
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
 	// Shutdown stops them once the runs have ended.

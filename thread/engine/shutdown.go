@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
 // ErrShuttingDown is returned by StartRun while the service drains, and
 // by Follow for a run of another process once the service has drained.
-var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
+var ErrShuttingDown = runlog.ErrShuttingDown
 
 // Shutdown stops new runs, lets running ones finish until ctx ends, then
 // cancels the rest (and any title call) and waits for their final writes,

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
 )
@@ -178,10 +176,10 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 	if req.Continuation() {
 		ans = &answers{results: req.ToolResults, approvals: req.Approvals}
 	}
-	created.Local = &presub{sub: s.hub.Subscribe(r.ID)}
+	s.active.keepFirst(r.ID, s.hub.Subscribe(r.ID))
 	if user != nil {
 		if tree, err = tree.Append(*user); err != nil {
-			firstOf(created).claim().Close()
+			s.active.dropFirst(created.ID)
 			return nil, false, err
 		}
 	}
@@ -192,7 +190,6 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 		model = failingModel{err: err}
 	}
 	in := thread.RunCreate{Caller: caller, Thread: threadID, User: user, Run: r}
-	in.Run.Local = nil // this process's subscription: a store that keeps the value (threadtest) must not hand it out
 	if create {
 		in.Create = th
 	}
@@ -212,14 +209,14 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 // concurrent retry of the same message id that won, or the error itself.
 func (s *Service) startFailed(ctx context.Context, caller string, threadID uuid.UUID, created *thread.Run, user *checkpoint.Node, req thread.RunRequest, err error) (*thread.Run, bool, error) {
 	if err == ErrShuttingDown {
-		firstOf(created).claim().Close()
+		s.active.dropFirst(created.ID)
 		return nil, false, err
 	}
 	if other, ok := err.(*threadBusy); ok {
 		// Another start on the thread was launched first: its outcome
 		// decides, so wait for it. Another caller's run that started
 		// makes the thread theirs; else go again.
-		firstOf(created).claim().Close()
+		s.active.dropFirst(created.ID)
 		ok, err := other.ar.waitStart(ctx)
 		if err != nil {
 			return nil, false, err
@@ -388,31 +385,6 @@ func (s *Service) launch(th *thread.Thread, user *checkpoint.Node, r *thread.Run
 		}
 	}()
 	return ar, started
-}
-
-// presub is a run's first subscription, made before its first event, for
-// the StartRun caller's FollowRun to claim once: it then needs no catch-up
-// read of the log. The hub's End closes it if nobody claims it.
-type presub struct {
-	mu  sync.Mutex
-	sub stream.Subscription[thread.Event]
-}
-
-// firstOf returns the presub StartRun left on r, or nil.
-func firstOf(r *thread.Run) *presub {
-	p, _ := r.Local.(*presub)
-	return p
-}
-
-func (p *presub) claim() stream.Subscription[thread.Event] {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sub := p.sub
-	p.sub = nil
-	return sub
 }
 
 // errUnsaved is StartRun's error when the run could not be written.

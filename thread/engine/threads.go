@@ -164,7 +164,7 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*t
 		if r == nil {
 			return snap, nil
 		}
-		recs, _, err := s.logged(ctx, r.ID, 0)
+		recs, _, err := s.followers.Logged(ctx, r.ID, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -2,39 +2,10 @@ package engine
 
 import (
 	"context"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/watch"
 )
-
-// pollEvery is how long a follower of a run (or, with wake-ups, the run's
-// reader in this process, relay.go) waits, quiet, before it reads the log
-// again: with wake-ups only a safety net.
-func (s *Service) pollEvery() time.Duration {
-	if s.cfg.Wakeups != nil {
-		return 2 * time.Second
-	}
-	return time.Second
-}
-
-// nopWake never fires.
-type nopWake struct{}
-
-func (nopWake) C() <-chan struct{} { return nil }
-
-func (nopWake) Close() {}
-
-// wakeRun subscribes a follower to a run's wake-ups, unless the run is
-// this process's own (its events come through the hub) or there are no
-// wake-ups.
-func (s *Service) wakeRun(runID uuid.UUID) thread.Wake {
-	if s.cfg.Wakeups == nil || s.local(runID) != nil {
-		return nopWake{}
-	}
-	return s.cfg.Wakeups.WakeRun(runID)
-}
 
 // watchLoop applies what other processes did until ctx ends: a cancel
 // requested anywhere stops the local run at once, a deleted thread stops

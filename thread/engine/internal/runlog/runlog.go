@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/errcode"
 )
 
 // IsContinuation reports whether r continues a turn: its parent is the
@@ -65,3 +66,7 @@ func Event(r *thread.Run, rec thread.Record, tree *checkpoint.Tree, running []ch
 	}
 	return thread.Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 }
+
+// ErrShuttingDown is the engine's refusal of a new run while it drains,
+// and the end of a follow of another process's run once it has drained.
+var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
