@@ -58,7 +58,7 @@ func (l *Limits) defaults() {
 // run.
 func (s *Service) limitCallerRuns(caller string) error {
 	max, all := s.cfg.Limits.RunsPerCaller, s.cfg.Limits.RunsPerProcess
-	total, n := s.active.count(caller)
+	total, n := s.active.Count(caller)
 	if all >= 0 && total >= all {
 		return errcode.New(errcode.Unavailable, "this process has %d runs in progress; its limit is %d: retry later", total, all)
 	}

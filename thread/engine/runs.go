@@ -27,11 +27,11 @@ func (s *Service) FindRun(ctx context.Context, caller string, threadID, runID uu
 // costs no read. Before the start commits and once the end has, the store
 // answers.
 func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *thread.Run {
-	ar := s.active.get(runID)
-	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.Live() {
+	ar := s.active.Get(runID)
+	if ar == nil || ar.Run().ThreadID != threadID || ar.Caller() != caller || !ar.Live() {
 		return nil
 	}
-	r := *ar.run
+	r := *ar.Run()
 	return &r
 }
 
@@ -64,15 +64,15 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 	if r.Status.Done() {
 		return nil
 	}
-	if ar := s.local(runID); ar != nil {
-		if ar.cancel(thread.RunCancelled) {
+	if ar := s.active.Get(runID); ar != nil {
+		if ar.Cancel(thread.RunCancelled) {
 			return nil
 		}
 		// Its model is done and its end is being written (retried while
 		// the database is away): answer once it is settled, so that the
 		// caller's next read sees the run ended.
 		select {
-		case <-ar.done:
+		case <-ar.Done():
 			return nil
 		case <-ctx.Done():
 			return errcode.New(errcode.Unavailable, "run %s has ended and its end is being written; retry", runID)
@@ -82,16 +82,4 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 		return err
 	}
 	return nil
-}
-
-// local returns the run if this process runs it, else nil.
-func (s *Service) local(runID uuid.UUID) *activeRun {
-	return s.active.get(runID)
-}
-
-// cancelLocal cancels the run if this process runs it.
-func (s *Service) cancelLocal(runID uuid.UUID, why thread.RunStatus) {
-	if ar := s.local(runID); ar != nil {
-		ar.cancel(why)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runner"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -30,7 +31,7 @@ func (s *Service) StartRun(ctx context.Context, caller string, threadID uuid.UUI
 		return nil, false, err
 	}
 	req.Clean()
-	if err := s.checkTools(req.Config); err != nil {
+	if err := s.runner.CheckTools(req.Config); err != nil {
 		return nil, false, err
 	}
 	// Another start on the thread whose outcome was not known is waited
@@ -53,7 +54,7 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 	if err != nil {
 		return nil, false, err
 	}
-	if ar := s.localRun(caller, threadID); ar != nil {
+	if ar := s.active.OnThread(caller, threadID); ar != nil {
 		return s.startOnLocalRun(ctx, caller, threadID, req, ar)
 	}
 	if th, tree := s.trees.Cached(caller, threadID); tree != nil {
@@ -110,21 +111,21 @@ func (s *Service) startOnce(ctx context.Context, caller string, threadID uuid.UU
 // message sent again gets that run (existing); otherwise conflict for the
 // message id reused with other content or parent, run_in_progress naming
 // the run, errStartAgain when its start failed, or ctx's error.
-func (s *Service) startOnLocalRun(ctx context.Context, caller string, threadID uuid.UUID, req thread.RunRequest, ar *activeRun) (*thread.Run, bool, error) {
-	if ok, err := ar.waitStart(ctx); err != nil {
+func (s *Service) startOnLocalRun(ctx context.Context, caller string, threadID uuid.UUID, req thread.RunRequest, ar *runner.Active) (*thread.Run, bool, error) {
+	if ok, err := ar.WaitStart(ctx); err != nil {
 		return nil, false, err
 	} else if !ok {
 		return nil, false, errStartAgain
 	}
-	if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
-		if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
-			return ar.run, true, nil
+	if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.Run().UserMessageID && ar.User() != nil {
+		if s.sameParent(caller, threadID, ar.User().ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.User().Content)) == string(checkpoint.MarshalParts(m.Content)) {
+			return ar.Run(), true, nil
 		}
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
 	}
 	return nil, false, &errcode.Error{Code: errcode.RunInProgress,
-		Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.run.ID),
-		RunID:   ar.run.ID, MessageID: ar.run.MessageID}
+		Message: fmt.Sprintf("run %s is in progress on this thread; cancel it or rejoin it", ar.Run().ID),
+		RunID:   ar.Run().ID, MessageID: ar.Run().MessageID}
 }
 
 // startRun is StartRun on a thread whose tree is known; create says the
@@ -154,7 +155,7 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 	if err := s.limitThreadSize(tree, 2); err != nil {
 		return nil, false, err
 	}
-	if s.active.closed() {
+	if s.active.Closed() {
 		return nil, false, ErrShuttingDown
 	}
 	now := s.now()
@@ -172,14 +173,14 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 	}
 	created := &r
 	created.LastSequence = 1
-	var ans *answers
+	var ans *runner.Answers
 	if req.Continuation() {
-		ans = &answers{results: req.ToolResults, approvals: req.Approvals}
+		ans = &runner.Answers{Results: req.ToolResults, Approvals: req.Approvals}
 	}
-	s.active.keepFirst(r.ID, s.hub.Subscribe(r.ID))
+	s.active.KeepFirst(r.ID, s.hub.Subscribe(r.ID))
 	if user != nil {
 		if tree, err = tree.Append(*user); err != nil {
-			s.active.dropFirst(created.ID)
+			s.active.DropFirst(created.ID)
 			return nil, false, err
 		}
 	}
@@ -193,10 +194,10 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 	if create {
 		in.Create = th
 	}
-	ar, started := s.launch(th, user, created, ans, tree, model, mreq, in)
+	ar, started := s.runner.Launch(th, user, created, ans, tree, model, mreq, in)
 	err = <-started
 	if ar != nil {
-		ar.settle(err == nil)
+		ar.Settle(err == nil)
 	}
 	if err != nil {
 		return s.startFailed(ctx, caller, threadID, created, user, req, err)
@@ -209,19 +210,19 @@ func (s *Service) startRun(ctx context.Context, caller string, th *thread.Thread
 // concurrent retry of the same message id that won, or the error itself.
 func (s *Service) startFailed(ctx context.Context, caller string, threadID uuid.UUID, created *thread.Run, user *checkpoint.Node, req thread.RunRequest, err error) (*thread.Run, bool, error) {
 	if err == ErrShuttingDown {
-		s.active.dropFirst(created.ID)
+		s.active.DropFirst(created.ID)
 		return nil, false, err
 	}
-	if other, ok := err.(*threadBusy); ok {
+	if other, ok := err.(*runner.ThreadBusy); ok {
 		// Another start on the thread was launched first: its outcome
 		// decides, so wait for it. Another caller's run that started
 		// makes the thread theirs; else go again.
-		s.active.dropFirst(created.ID)
-		ok, err := other.ar.waitStart(ctx)
+		s.active.DropFirst(created.ID)
+		ok, err := other.Active.WaitStart(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		if ok && other.ar.thread.Caller != caller {
+		if ok && other.Active.Caller() != caller {
 			return nil, false, errcode.New(errcode.NotFound, "thread %s not found", threadID)
 		}
 		return nil, false, errStartAgain
@@ -282,11 +283,11 @@ func (s *Service) resolveFork(ctx context.Context, th *thread.Thread, tree *chec
 		fork, err := tree.ResolveFork(checkpoint.ForkRequest{HasMessage: req.Message != nil, ParentID: req.ParentID, SourceID: req.SourceID})
 		return fork, uuid.New(), err
 	}
-	tip, err := s.waitingTip(tree, *req)
+	tip, err := s.runner.WaitingTip(tree, *req)
 	if err != nil {
 		return checkpoint.Fork{}, uuid.Nil, err
 	}
-	inherited, err := s.inheritConfig(ctx, th.ID, tip, req.Config)
+	inherited, err := s.runner.InheritConfig(ctx, th.ID, tip, req.Config)
 	if err != nil {
 		return checkpoint.Fork{}, uuid.Nil, err
 	}
@@ -297,18 +298,6 @@ func (s *Service) resolveFork(ctx context.Context, th *thread.Thread, tree *chec
 		}
 	}
 	return checkpoint.Fork{AssistantParent: tip.ID}, tree.WireID(tip.ID), nil
-}
-
-// leaveThread marks the thread free of r: called once r's end is durable
-// (or r failed), before its final event goes out, so a client that reads
-// that event can start the next run at once.
-func (s *Service) leaveThread(r *thread.Run) {
-	s.active.leave(r)
-}
-
-// localRun returns the caller's thread's run that this process runs, or nil.
-func (s *Service) localRun(caller string, threadID uuid.UUID) *activeRun {
-	return s.active.onThread(caller, threadID)
 }
 
 // retried answers a retry of a message id that already exists: the same
@@ -348,43 +337,6 @@ type failingModel struct{ err error }
 
 func (f failingModel) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: errcode.Message(f.err)}
-}
-
-// threadBusy is launch's refusal of a run on a thread that has one here
-// already (whose start may still fail): nothing of the run was started.
-type threadBusy struct{ ar *activeRun }
-
-func (b *threadBusy) Error() string { return "a run is being started on this thread" }
-
-// launch starts the run loop in the background and returns the run. The
-// returned channel says, once, whether the run's start was committed
-// (alone, or with the whole run): until then nothing of the run is
-// written or published. A thread with a run here already is refused
-// with a *threadBusy and a nil run, before anything starts: a thread's
-// run is named to others only once its start is settled (settle).
-func (s *Service) launch(th *thread.Thread, user *checkpoint.Node, r *thread.Run, ans *answers, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate) (*activeRun, <-chan error) {
-	ctx, stop := context.WithCancel(context.Background())
-	ar := &activeRun{run: r, answers: ans, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
-		started: make(chan struct{})}
-	ar.log = s.newLogWriter(r, ar.lose)
-	started := make(chan error, 1)
-	if err := s.active.add(ar); err != nil {
-		stop()
-		started <- err
-		return nil, started
-	}
-	go func() {
-		defer s.active.done.Done()
-		defer close(ar.done)
-		defer stop()
-		s.execute(ar, tree, model, req, in, started)
-		s.active.remove(r.ID)
-		s.leaveThread(r)
-		if ar.unsure.Load() {
-			s.releaseUnsure(r)
-		}
-	}()
-	return ar, started
 }
 
 // errUnsaved is StartRun's error when the run could not be written.

@@ -11,6 +11,7 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
+	"github.com/threadline/threadline/thread/engine/internal/runner"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -108,9 +109,9 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	}
 	// The runs before the delete: not one a client starts on the id
 	// afterwards, which makes a new thread.
-	var waits []*activeRun
-	for _, ar := range s.active.all() {
-		if ar.run.ThreadID == id {
+	var waits []*runner.Active
+	for _, ar := range s.active.All() {
+		if ar.Run().ThreadID == id {
 			waits = append(waits, ar)
 		}
 	}
@@ -119,11 +120,11 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	}
 	s.trees.Forget(id)
 	for _, ar := range waits {
-		ar.lose() // its claim went with the thread
+		ar.Lose() // its claim went with the thread
 	}
 	for _, ar := range waits {
 		select {
-		case <-ar.done:
+		case <-ar.Done():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

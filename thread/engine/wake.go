@@ -23,11 +23,11 @@ func (s *Service) watchLoop(ctx context.Context) {
 func (s *Service) apply(ctx context.Context, c thread.Change) {
 	switch c.Kind {
 	case thread.ChangeCancel:
-		s.cancelLocal(c.ID, thread.RunCancelled)
+		s.active.CancelLocal(c.ID, thread.RunCancelled)
 	case thread.ChangeThreadGone:
-		for _, ar := range s.active.all() {
-			if ar.run.ThreadID == c.ID {
-				ar.lose() // its claim went with the thread
+		for _, ar := range s.active.All() {
+			if ar.Run().ThreadID == c.ID {
+				ar.Lose() // its claim went with the thread
 			}
 		}
 		s.trees.Forget(c.ID)

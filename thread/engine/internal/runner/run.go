@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-func (s *Service) publish(w *logWriter, batch []thread.Record, since time.Time) {
+func (s *Runner) publish(w *logWriter, batch []thread.Record, since time.Time) {
 	r := w.run
 	evs := make([]thread.Event, len(batch))
 	tokens := 0
@@ -41,7 +41,7 @@ func (s *Service) publish(w *logWriter, batch []thread.Record, since time.Time) 
 // committed when the linger ends (Store.RunCreate), its first snapshot is
 // published and the tokens follow through the group commit. started gets
 // the outcome of whichever commit writes the start.
-func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate, started chan<- error) {
+func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate, started chan<- error) {
 	r := ar.run
 	w := ar.log
 	ctx, span := s.startRunSpan(ar.ctx, r)
@@ -62,7 +62,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 			// then the run is released once the database answers.
 			var mw *batch.MaybeWritten
 			ar.unsure.Store(retryable(err) || errors.As(err, &mw))
-			ar.cancel(thread.RunFailed)
+			ar.Cancel(thread.RunFailed)
 			s.leaveThread(r)
 			w.Started(false)
 			started <- err
@@ -145,7 +145,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 
 // endStatus is how a run ends: its status, its reply's status and its
 // error, from the model's result and error.
-func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStatus, *checkpoint.Status, *thread.RunError) {
+func endStatus(ar *Active, res thread.ModelResult, err error) (thread.RunStatus, *checkpoint.Status, *thread.RunError) {
 	me, coded := errcode.As(err)
 	switch {
 	case ar.ctx.Err() != nil && ar.reason() != "":
@@ -166,7 +166,7 @@ func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStat
 // finishing is what finish writes and publishes.
 type finishing struct {
 	run     *thread.Run
-	ar      *activeRun // nil when recovering another process's run
+	ar      *Active    // nil when recovering another process's run
 	log     *logWriter // nil when recovering another process's run
 	tree    *checkpoint.Tree
 	status  thread.RunStatus
@@ -190,7 +190,7 @@ type finishing struct {
 // publishes what was not yet published and ends the run's subscriptions.
 // It returns the write's error when the end could not be written: nothing
 // more is published then (see writeEnd).
-func (s *Service) finish(f finishing) error {
+func (s *Runner) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
 		ID: runlog.CheckpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
@@ -239,7 +239,7 @@ func (s *Service) finish(f finishing) error {
 
 // tailEvent is the event of a record finish publishes: the final snapshot
 // shows the thread with the reply, an interim one the reply so far.
-func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tree, all []thread.Record) thread.Event {
+func (s *Runner) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tree, all []thread.Record) thread.Event {
 	r := f.run
 	switch {
 	case rec.Kind != thread.KindSnapshot:
@@ -266,7 +266,7 @@ func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tr
 // released: its lease is not renewed, so recovery, here or elsewhere, ends
 // it from its durable log once the lease lapses. An unwritten start left
 // nothing behind, and StartRun returns the error.
-func (s *Service) endUnwritten(f finishing, err error) {
+func (s *Runner) endUnwritten(f finishing, err error) {
 	r := f.run
 	var lost *thread.ClaimLostError
 	switch {
@@ -294,7 +294,7 @@ func (s *Service) endUnwritten(f finishing, err error) {
 // stored, and StartRun answers unavailable at once. Recovery's writes are
 // not retried here either: a failed one is tried again after the lease it
 // took.
-func (s *Service) writeEnd(f finishing, in thread.RunFinish) error {
+func (s *Runner) writeEnd(f finishing, in thread.RunFinish) error {
 	deadline := time.Now().Add(s.cfg.Lease)
 	wait := s.cfg.RetryMin
 	for {
@@ -330,7 +330,7 @@ func (s *Service) writeEnd(f finishing, in thread.RunFinish) error {
 // is recovered at once (interrupted, with its empty reply); one that was
 // never written is left alone. It tries for up to a lease (then the lease
 // has lapsed anyway) or until Shutdown's grace ends.
-func (s *Service) releaseUnsure(r *thread.Run) {
+func (s *Runner) releaseUnsure(r *thread.Run) {
 	deadline := time.Now().Add(s.cfg.Lease)
 	wait := s.cfg.RetryMin
 	for {

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"errors"
@@ -8,65 +8,66 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
-func newActive(caller string, threadID uuid.UUID) *activeRun {
-	return &activeRun{run: &thread.Run{ID: uuid.New(), ThreadID: threadID}, thread: &thread.Thread{ID: threadID, Caller: caller}}
+func newActive(caller string, threadID uuid.UUID) *Active {
+	return &Active{run: &thread.Run{ID: uuid.New(), ThreadID: threadID}, thread: &thread.Thread{ID: threadID, Caller: caller}}
 }
 
 // TestRegistry: one run a thread, a second start on it is refused with
 // the run that holds it; leave frees the thread only of its own run;
-// close refuses every later run with ErrShuttingDown; count and all see
+// close refuses every later run with runlog.ErrShuttingDown; count and all see
 // what is registered.
 func TestRegistry(t *testing.T) {
 	t.Parallel()
-	g := newRegistry()
+	g := NewRegistry()
 	th1, th2 := uuid.New(), uuid.New()
 	a, b, c := newActive("alice", th1), newActive("alice", th1), newActive("bob", th2)
 	if err := g.add(a); err != nil {
 		t.Fatalf("add a: got %v, want nil", err)
 	}
-	var busy *threadBusy
-	if err := g.add(b); !errors.As(err, &busy) || busy.ar != a {
-		t.Fatalf("add b on a's thread: got %v, want *threadBusy naming a", err)
+	var busy *ThreadBusy
+	if err := g.add(b); !errors.As(err, &busy) || busy.Active != a {
+		t.Fatalf("add b on a's thread: got %v, want *ThreadBusy naming a", err)
 	}
 	if err := g.add(c); err != nil {
 		t.Fatalf("add c: got %v, want nil", err)
 	}
-	if total, alices := g.count("alice"); total != 2 || alices != 1 {
+	if total, alices := g.Count("alice"); total != 2 || alices != 1 {
 		t.Fatalf("count: got %d runs, %d of alice's; want 2, 1", total, alices)
 	}
-	if got := g.onThread("alice", th1); got != a {
+	if got := g.OnThread("alice", th1); got != a {
 		t.Fatalf("onThread(alice, th1): got %p, want a %p", got, a)
 	}
-	if got := g.onThread("bob", th1); got != nil {
+	if got := g.OnThread("bob", th1); got != nil {
 		t.Fatalf("onThread(bob, alice's thread): got %p, want nil", got)
 	}
 	g.leave(b.run) // not the thread's run: nothing changes
-	if got := g.onThread("alice", th1); got != a {
+	if got := g.OnThread("alice", th1); got != a {
 		t.Fatalf("after leave of another run: got %p, want a %p", got, a)
 	}
 	g.leave(a.run)
-	if got := g.onThread("alice", th1); got != nil {
+	if got := g.OnThread("alice", th1); got != nil {
 		t.Fatalf("after leave: got %p, want nil", got)
 	}
-	if got := g.get(a.run.ID); got != a {
+	if got := g.Get(a.run.ID); got != a {
 		t.Fatal("a left its thread but must stay registered until remove")
 	}
 	g.remove(a.run.ID)
 	g.done.Done()
-	if got := g.get(a.run.ID); got != nil {
+	if got := g.Get(a.run.ID); got != nil {
 		t.Fatal("a still registered after remove")
 	}
-	if n := len(g.all()); n != 1 {
+	if n := len(g.All()); n != 1 {
 		t.Fatalf("all: got %d runs, want 1", n)
 	}
-	g.close()
-	if !g.closed() {
+	g.Close()
+	if !g.Closed() {
 		t.Fatal("closed: got false after close")
 	}
-	if err := g.add(newActive("carol", uuid.New())); err != ErrShuttingDown {
-		t.Fatalf("add after close: got %v, want ErrShuttingDown", err)
+	if err := g.add(newActive("carol", uuid.New())); err != runlog.ErrShuttingDown {
+		t.Fatalf("add after close: got %v, want runlog.ErrShuttingDown", err)
 	}
 	g.remove(c.run.ID)
 	g.done.Done()
@@ -77,11 +78,11 @@ func TestRegistry(t *testing.T) {
 // exactly one is registered and every other is told which.
 func TestRegistryConcurrentStarts(t *testing.T) {
 	t.Parallel()
-	g := newRegistry()
+	g := NewRegistry()
 	th := uuid.New()
 	const n = 32
 	errs := make([]error, n)
-	runs := make([]*activeRun, n)
+	runs := make([]*Active, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		runs[i] = newActive("alice", th)
@@ -89,7 +90,7 @@ func TestRegistryConcurrentStarts(t *testing.T) {
 		go func() { defer wg.Done(); errs[i] = g.add(runs[i]) }()
 	}
 	wg.Wait()
-	var won *activeRun
+	var won *Active
 	for i, err := range errs {
 		if err == nil {
 			if won != nil {
@@ -102,9 +103,9 @@ func TestRegistryConcurrentStarts(t *testing.T) {
 		t.Fatal("no start was registered")
 	}
 	for i, err := range errs {
-		var busy *threadBusy
-		if err != nil && (!errors.As(err, &busy) || busy.ar != won) {
-			t.Fatalf("start %d: got %v, want *threadBusy naming the registered run", i, err)
+		var busy *ThreadBusy
+		if err != nil && (!errors.As(err, &busy) || busy.Active != won) {
+			t.Fatalf("start %d: got %v, want *ThreadBusy naming the registered run", i, err)
 		}
 	}
 }

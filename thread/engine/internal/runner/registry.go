@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"sync"
@@ -8,15 +8,16 @@ import (
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/follow"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
-// registry is the runs this process owns, by id and by thread (at most
+// Registry is the runs this process owns, by id and by thread (at most
 // one a thread), and whether it still takes new ones, under a lock of its
 // own: the tree cache and the engine's services never wait on it.
-type registry struct {
+type Registry struct {
 	mu       sync.Mutex
-	runs     map[uuid.UUID]*activeRun
-	byThread map[uuid.UUID]*activeRun
+	runs     map[uuid.UUID]*Active
+	byThread map[uuid.UUID]*Active
 	closing  bool
 	// firsts are the runs' first subscriptions, made before their first
 	// event, for their starter's follow to claim once (First): it then
@@ -27,23 +28,23 @@ type registry struct {
 	done sync.WaitGroup
 }
 
-func newRegistry() *registry {
-	return &registry{runs: make(map[uuid.UUID]*activeRun), byThread: make(map[uuid.UUID]*activeRun),
+func NewRegistry() *Registry {
+	return &Registry{runs: make(map[uuid.UUID]*Active), byThread: make(map[uuid.UUID]*Active),
 		firsts: make(map[uuid.UUID]stream.Subscription[thread.Event])}
 }
 
 // add registers ar as its run's and its thread's, and counts it in done.
-// It returns ErrShuttingDown once close was called (checked under the
+// It returns runlog.ErrShuttingDown once close was called (checked under the
 // lock close takes: a run either is counted before Shutdown waits, or
-// never starts), and a *threadBusy when the thread has a run here.
-func (g *registry) add(ar *activeRun) error {
+// never starts), and a *ThreadBusy when the thread has a run here.
+func (g *Registry) add(ar *Active) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
-		return ErrShuttingDown
+		return runlog.ErrShuttingDown
 	}
 	if other := g.byThread[ar.run.ThreadID]; other != nil {
-		return &threadBusy{ar: other}
+		return &ThreadBusy{Active: other}
 	}
 	g.runs[ar.run.ID] = ar
 	g.byThread[ar.run.ThreadID] = ar
@@ -53,7 +54,7 @@ func (g *registry) add(ar *activeRun) error {
 
 // remove forgets the run once its goroutine is done with it (which then
 // marks itself done).
-func (g *registry) remove(runID uuid.UUID) {
+func (g *Registry) remove(runID uuid.UUID) {
 	g.mu.Lock()
 	delete(g.runs, runID)
 	g.mu.Unlock()
@@ -61,7 +62,7 @@ func (g *registry) remove(runID uuid.UUID) {
 
 // leave marks r's thread free of r (a later run of the thread is not
 // touched).
-func (g *registry) leave(r *thread.Run) {
+func (g *Registry) leave(r *thread.Run) {
 	g.mu.Lock()
 	if ar := g.byThread[r.ThreadID]; ar != nil && ar.run == r {
 		delete(g.byThread, r.ThreadID)
@@ -70,14 +71,14 @@ func (g *registry) leave(r *thread.Run) {
 }
 
 // get returns the run if this process runs it, else nil.
-func (g *registry) get(runID uuid.UUID) *activeRun {
+func (g *Registry) Get(runID uuid.UUID) *Active {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.runs[runID]
 }
 
 // onThread returns the caller's thread's run here, or nil.
-func (g *registry) onThread(caller string, threadID uuid.UUID) *activeRun {
+func (g *Registry) OnThread(caller string, threadID uuid.UUID) *Active {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ar := g.byThread[threadID]; ar != nil && ar.thread.Caller == caller {
@@ -87,10 +88,10 @@ func (g *registry) onThread(caller string, threadID uuid.UUID) *activeRun {
 }
 
 // all returns the runs here now.
-func (g *registry) all() []*activeRun {
+func (g *Registry) All() []*Active {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]*activeRun, 0, len(g.runs))
+	out := make([]*Active, 0, len(g.runs))
 	for _, ar := range g.runs {
 		out = append(out, ar)
 	}
@@ -99,7 +100,7 @@ func (g *registry) all() []*activeRun {
 
 // count returns how many runs are here, and how many of them are the
 // caller's.
-func (g *registry) count(caller string) (total, callers int) {
+func (g *Registry) Count(caller string) (total, callers int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, ar := range g.runs {
@@ -111,29 +112,29 @@ func (g *registry) count(caller string) (total, callers int) {
 }
 
 // close refuses new runs from now on.
-func (g *registry) close() {
+func (g *Registry) Close() {
 	g.mu.Lock()
 	g.closing = true
 	g.mu.Unlock()
 }
 
 // closed reports whether close was called.
-func (g *registry) closed() bool {
+func (g *Registry) Closed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closing
 }
 
-var _ follow.Local = (*registry)(nil)
+var _ follow.Local = (*Registry)(nil)
 
 // Runs reports whether this process runs the run.
-func (g *registry) Runs(runID uuid.UUID) bool { return g.get(runID) != nil }
+func (g *Registry) Runs(runID uuid.UUID) bool { return g.Get(runID) != nil }
 
 // Log returns the durable records after sequence after of a run this
 // process runs, and whether they are its whole log; ok false when it runs
 // no such run.
-func (g *registry) Log(runID uuid.UUID, after int64) (recs []thread.Record, ended, ok bool) {
-	ar := g.get(runID)
+func (g *Registry) Log(runID uuid.UUID, after int64) (recs []thread.Record, ended, ok bool) {
+	ar := g.Get(runID)
 	if ar == nil {
 		return nil, false, false
 	}
@@ -144,7 +145,7 @@ func (g *registry) Log(runID uuid.UUID, after int64) (recs []thread.Record, ende
 // keepFirst keeps sub as the run's first subscription for First. The
 // unclaimed ones of ended runs (a starter that did not follow) are
 // dropped once they outnumber the runs: their hub's End closed them.
-func (g *registry) keepFirst(runID uuid.UUID, sub stream.Subscription[thread.Event]) {
+func (g *Registry) KeepFirst(runID uuid.UUID, sub stream.Subscription[thread.Event]) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.firsts) > 2*len(g.runs)+64 {
@@ -159,7 +160,7 @@ func (g *registry) keepFirst(runID uuid.UUID, sub stream.Subscription[thread.Eve
 
 // First claims the run's first subscription: nil when there is none or
 // it was claimed.
-func (g *registry) First(runID uuid.UUID) stream.Subscription[thread.Event] {
+func (g *Registry) First(runID uuid.UUID) stream.Subscription[thread.Event] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	sub := g.firsts[runID]
@@ -169,8 +170,15 @@ func (g *registry) First(runID uuid.UUID) stream.Subscription[thread.Event] {
 
 // dropFirst closes the run's first subscription if nobody claimed it (a
 // start that failed).
-func (g *registry) dropFirst(runID uuid.UUID) {
+func (g *Registry) DropFirst(runID uuid.UUID) {
 	if sub := g.First(runID); sub != nil {
 		sub.Close()
+	}
+}
+
+// CancelLocal cancels the run with why if this process runs it.
+func (g *Registry) CancelLocal(runID uuid.UUID, why thread.RunStatus) {
+	if ar := g.Get(runID); ar != nil {
+		ar.Cancel(why)
 	}
 }
