@@ -12,27 +12,13 @@ import (
 // log: a running run's LastSequence may be lower than its log's end (see
 // GetRun). not_found for unknown runs or foreign threads.
 func (s *Service) FindRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*thread.Run, error) {
-	if r := s.localFind(caller, threadID, runID); r != nil {
+	if r := s.active.Find(caller, threadID, runID); r != nil {
 		return r, nil
 	}
 	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return nil, err
 	}
 	return s.store.RunGet(ctx, threadID, runID)
-}
-
-// localFind answers FindRun from memory for a run this process runs, of
-// the caller's thread, while its start is durable and its end is not yet:
-// the store would say the same (running), and a rejoin or a cancel then
-// costs no read. Before the start commits and once the end has, the store
-// answers.
-func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *thread.Run {
-	ar := s.active.Get(runID)
-	if ar == nil || ar.Run().ThreadID != threadID || ar.Caller() != caller || !ar.Live() {
-		return nil
-	}
-	r := *ar.Run()
-	return &r
 }
 
 // GetRun returns the run with its last durable sequence; not_found for

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/threadline/threadline/thread/engine/internal/starter"
+
 	"github.com/threadline/threadline/thread/engine/internal/runner"
 
 	"github.com/google/uuid"
@@ -58,17 +60,18 @@ type Config struct {
 	Wakeups thread.Wakeups
 	// RelayBuffer is how many batches a follower of another process's run
 	// may fall behind that run's reader in this process before it is
-	// dropped and reads the log itself (1024; relay.go).
+	// dropped and reads the log itself (1024; see internal/follow).
 	RelayBuffer int
-	// Tracer, when set, records every run as OpenTelemetry spans (trace.go);
+	// Tracer, when set, records every run as OpenTelemetry spans (internal/runner);
 	// nil: the noop tracer, which records nothing.
 	Tracer trace.Tracer
 }
 
 // Service is the thread and run API over a Store, a Hub and Models: a
-// façade over the runner (running runs, internal/runner) and the
-// follower (following them, internal/follow), which share the tree cache
-// and the registry of this process's runs.
+// façade over the starter (starting runs, internal/starter), the runner
+// (running them, internal/runner) and the follower (following them,
+// internal/follow), which share the tree cache and the registry of this
+// process's runs.
 type Service struct {
 	store  thread.Store
 	hub    thread.Hub
@@ -80,7 +83,9 @@ type Service struct {
 	trees  *trees.Cache     // the threads' checkpoint trees
 	active *runner.Registry // the runs this process owns
 	runner *runner.Runner   // runs them
-	relay  *relay.Relay[thread.Event]
+	// starter starts runs on the runner.
+	starter *starter.Starter
+	relay   *relay.Relay[thread.Event]
 	// followers follows runs, this process's and others'.
 	followers *follow.Follower
 
@@ -103,6 +108,10 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, OnPublish: cfg.OnPublish, OnRunEnd: cfg.OnRunEnd,
 		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
 		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer})
+	s.starter = starter.New(store, hub, models, atts, s.trees, s.active, s.runner, starter.Config{
+		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, Limits: starter.Limits{
+			RunsPerCaller: cfg.Limits.RunsPerCaller, RunsPerProcess: cfg.Limits.RunsPerProcess,
+			MessagesPerThread: cfg.Limits.MessagesPerThread, InlineBytes: cfg.Limits.InlineBytes}})
 	s.relay = follow.NewRelay(cfg.RelayBuffer, cfg.Wakeups, cfg.RetryMin, s.log)
 	s.followers = &follow.Follower{Store: store, Hub: hub, Relay: s.relay, Trees: s.trees, Local: s.active, Wakeups: cfg.Wakeups,
 		RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, PageBytes: cfg.Limits.LogPageBytes, Drained: s.drained}

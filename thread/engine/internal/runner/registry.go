@@ -182,3 +182,17 @@ func (g *Registry) CancelLocal(runID uuid.UUID, why thread.RunStatus) {
 		ar.Cancel(why)
 	}
 }
+
+// Find answers the engine's FindRun from memory for a run this process
+// runs, of the caller's thread, while its start is durable and its end is
+// not yet: the store would say the same (running), and a rejoin or a
+// cancel then costs no read. Before the start commits and once the end
+// has, it returns nil and the store answers.
+func (g *Registry) Find(caller string, threadID, runID uuid.UUID) *thread.Run {
+	ar := g.Get(runID)
+	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.Live() {
+		return nil
+	}
+	r := *ar.run
+	return &r
+}
