@@ -56,7 +56,7 @@ type Config struct {
 	// Raw, when set, keeps what runs' providers and tools exchanged.
 	Raw thread.RawSink
 	// Wakeups, when set, brings other processes' writes here within
-	// milliseconds (see Watch); nil: followers poll (wake.go).
+	// milliseconds (see Watch); nil: followers poll.
 	Wakeups thread.Wakeups
 	// RelayBuffer is how many batches a follower of another process's run
 	// may fall behind that run's reader in this process before it is

@@ -101,7 +101,7 @@ func (s *Service) UpdateThread(ctx context.Context, caller string, id uuid.UUID,
 // DeleteThread deletes the thread and everything in it, then stops its
 // run here, if any, and waits for it: as when the thread is deleted in
 // another process, the run writes and publishes nothing more, and every
-// stream of it ends with a not_found error event (follow.go). not_found
+// stream of it ends with a not_found error event (internal/follow). not_found
 // for unknown or foreign threads.
 func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID) error {
 	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {

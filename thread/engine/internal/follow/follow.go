@@ -431,7 +431,7 @@ func (s *Follower) foldBefore(ctx context.Context, r *thread.Run, tree *checkpoi
 }
 
 // PollEvery is how long a follower of a run (or, with wake-ups, the run's
-// reader in this process, relay.go) waits, quiet, before it reads the log
+// reader in this process, see the relay) waits, quiet, before it reads the log
 // again: with wake-ups only a safety net.
 func (s *Follower) PollEvery() time.Duration {
 	if s.Wakeups != nil {
