@@ -74,6 +74,7 @@ func setup(t *testing.T, modes ...string) *fixture {
 	}
 	f.reg = newRegistry(t, agents, nil)
 	f.svc = engine.New(threadtest.New(), stream.New[thread.Event](256), f.reg, nil, engine.Config{StartLinger: -1, Raw: f.raw})
+	f.svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
