@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -50,9 +49,4 @@ func (s *Runner) Launch(th *thread.Thread, user *checkpoint.Node, r *thread.Run,
 // that event can start the next run at once.
 func (s *Runner) leaveThread(r *thread.Run) {
 	s.active.leave(r)
-}
-
-// localRun returns the caller's thread's run that this process runs, or nil.
-func (s *Runner) localRun(caller string, threadID uuid.UUID) *Active {
-	return s.active.OnThread(caller, threadID)
 }
