@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
@@ -107,5 +108,39 @@ func TestRegistryConcurrentStarts(t *testing.T) {
 		if err != nil && (!errors.As(err, &busy) || busy.Active != won) {
 			t.Fatalf("start %d: got %v, want *ThreadBusy naming the registered run", i, err)
 		}
+	}
+}
+
+// TestFirsts: a run's first subscription is claimed once, by whoever
+// asks first; a dropped one is closed; unclaimed ones of ended runs go
+// once they outnumber the runs.
+func TestFirsts(t *testing.T) {
+	t.Parallel()
+	g := NewRegistry()
+	hub := stream.New[thread.Event](4)
+	id := uuid.New()
+	sub := hub.Subscribe(id)
+	g.KeepFirst(id, sub)
+	if got := g.First(id); got != sub {
+		t.Fatalf("First: got %v, want the kept subscription", got)
+	}
+	if got := g.First(id); got != nil {
+		t.Fatal("a second First: got a subscription, want nil")
+	}
+	dropped := uuid.New()
+	g.KeepFirst(dropped, hub.Subscribe(dropped))
+	g.DropFirst(dropped)
+	if n := hub.Subscribers(dropped); n != 0 {
+		t.Fatalf("after DropFirst: %d subscribers, want 0", n)
+	}
+	for range 200 {
+		other := uuid.New()
+		g.KeepFirst(other, hub.Subscribe(other))
+	}
+	g.mu.Lock()
+	n := len(g.firsts)
+	g.mu.Unlock()
+	if n > 2*0+64+1 {
+		t.Fatalf("%d unclaimed subscriptions of runs not here are kept, want at most 65", n)
 	}
 }
