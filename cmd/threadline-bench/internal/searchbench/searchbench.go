@@ -11,20 +11,29 @@
 //     holds a line of Go with a camelCase identifier, every twentieth one
 //     of a set of fixed phrases, and every seventh assistant message a
 //     tool call. It is written with INSERT … SELECT over generate_series
-//     (the generated tsvector column is computed as rows go in); the two
-//     search indexes are dropped first and built after (index_build_s).
+//     (the insert trigger queues every checkpoint), each batch then
+//     indexed by one store.SearchIndexBatch into checkpoint_search; the
+//     two search indexes are dropped first and built after
+//     (index_build_s).
 //   - search_ms: store.MessageSearch of one page (limit 21, what the API
 //     asks for a page of 20) as a random caller, wall time, per kind of
 //     query: common words, rare words, phrases, prefixes, identifiers
 //     (a part of one: the substring match of the trigram index).
 //   - index_bytes_per_message: pg_relation_size of the GIN (tsvector) and
-//     trigram (code-like words, checkpoints_search_code) indexes over the number of checkpoints; tsv_bytes_per_message
-//     is the stored tsvector column's average pg_column_size.
+//     trigram (code-like words) indexes of checkpoint_search over the
+//     number of checkpoints; search_table_bytes_per_message is the whole
+//     side table's (pg_total_relation_size, indexes included);
+//     tsv_bytes_per_message the tsvector column's average pg_column_size.
+//   - searchable_after_commit_ms: turns of one message appended one at a
+//     time, each at a random moment of the indexer's poll, with a
+//     SearchIndexer running: from the append's return to the end of the
+//     batch that indexed it.
 //   - append_ms: a turn's writes (a user and an assistant checkpoint in
 //     one transaction, store.CheckpointAppend) onto corpus threads, with
-//     the search column and indexes present, then again after dropping
-//     them: what the index adds to a turn. An untimed pass over the same
-//     threads comes first, so both timed passes find their pages warm.
+//     the search queue's trigger and an indexer running, then again
+//     after dropping the trigger (no indexer): what search adds to a turn.
+//     An untimed pass over the same threads comes first, so both timed
+//     passes find their pages warm.
 package searchbench
 
 import (
@@ -152,14 +161,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	started := time.Now()
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "bench search: "+format+"\n", a...) }
-	admin := opt.databaseURL
-	if admin == "" {
-		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
-		if admin, err = bench.OwnCluster(ctx, stderr); err != nil {
-			return fmt.Errorf("bench search: %w", err)
-		}
-	}
-	db, err := bench.TempDatabase(ctx, admin, "tl_bsearch", progress)
+	db, err := bench.ScratchDatabase(ctx, opt.databaseURL, "tl_bsearch", stderr, progress)
 	if err != nil {
 		return fmt.Errorf("bench search: %w", err)
 	}
