@@ -84,6 +84,23 @@ type ModelPart struct {
 	Call  *ToolCall // tool-call
 }
 
+// ModelParts converts message parts to what a model sees: text, image,
+// reasoning and tool calls with their results; data, source and file
+// parts are not for the model.
+func ModelParts(parts []checkpoint.Part) []ModelPart {
+	out := make([]ModelPart, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case checkpoint.PartText, checkpoint.PartImage, checkpoint.PartReasoning:
+			out = append(out, ModelPart{Type: p.Type, Text: p.Text, Image: p.Image})
+		case checkpoint.PartToolCall:
+			out = append(out, ModelPart{Type: p.Type, Call: &ToolCall{ID: p.ToolCallID, Name: p.ToolName,
+				ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError}})
+		}
+	}
+	return out
+}
+
 // ToolCall is a call the model made, with its result once answered.
 type ToolCall struct {
 	ID       string

@@ -1,4 +1,4 @@
-package engine
+package starter
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 // modelRequest builds what the model sees: the system message, then the path
 // from the root to the message being answered, trimmed from the oldest end
-// to the model's context budget. It has no tools; the agent loop adds them.
-func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *thread.Run, cfg thread.RunConfig) (thread.ModelRequest, error) {
+// to the model's context budget. It has no tools; the run adds them.
+func (s *Starter) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *thread.Run, cfg thread.RunConfig) (thread.ModelRequest, error) {
 	// A continued turn is its newest checkpoint; the turn a continuation
 	// runs is not history but the run's own (see seeded).
 	path := checkpoint.CollapseTurns(tree.PathRefs(r.ParentID))
@@ -43,7 +43,7 @@ func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpo
 		msgs = append(msgs, thread.ModelMessage{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: thread.PartText, Text: cfg.System}}})
 	}
 	for _, n := range path {
-		msgs = append(msgs, thread.ModelMessage{Role: n.Role, Parts: chatParts(n.Content), Attachments: n.Attachments})
+		msgs = append(msgs, thread.ModelMessage{Role: n.Role, Parts: thread.ModelParts(n.Content), Attachments: n.Attachments})
 	}
 	if s.atts != nil {
 		// Newest first: if the budget runs out, older files go unread.
@@ -68,28 +68,11 @@ func messageSize(parts []checkpoint.Part) int {
 	return n
 }
 
-// chatParts converts message parts to what a model sees: text, image,
-// reasoning and tool calls with their results; data, source and file
-// parts are not for the model.
-func chatParts(parts []checkpoint.Part) []thread.ModelPart {
-	out := make([]thread.ModelPart, 0, len(parts))
-	for _, p := range parts {
-		switch p.Type {
-		case checkpoint.PartText, checkpoint.PartImage, checkpoint.PartReasoning:
-			out = append(out, thread.ModelPart{Type: p.Type, Text: p.Text, Image: p.Image})
-		case checkpoint.PartToolCall:
-			out = append(out, thread.ModelPart{Type: p.Type, Call: &thread.ToolCall{ID: p.ToolCallID, Name: p.ToolName,
-				ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError}})
-		}
-	}
-	return out
-}
-
 // inlineAttachments turns attachment references into what the model reads:
 // images as data: URL image parts, text files as text parts.
 // At most *budget bytes are inlined (nil: no limit); a file over what is
 // left is named instead, and the budget is spent as files are inlined.
-func (s *Service) inlineAttachments(ctx context.Context, caller string, m *thread.ModelMessage, budget *int64) error {
+func (s *Starter) inlineAttachments(ctx context.Context, caller string, m *thread.ModelMessage, budget *int64) error {
 	if len(m.Attachments) == 0 {
 		return nil
 	}
