@@ -16,12 +16,12 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/acp"
 	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/provider"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Models = (*Registry)(nil)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func envFunc(vars map[string]string) func(string) string {

@@ -16,8 +16,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Model = (*Agent)(nil)

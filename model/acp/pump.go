@@ -10,8 +10,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // pump streams the turn to onDelta until the prompt's answer (the turn's

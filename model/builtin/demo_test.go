@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // demoChat is the text of the demo's reply to text without tools (a

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Tool is a server tool. Call runs it on args, a JSON object the model

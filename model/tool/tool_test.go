@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func TestEvaluate(t *testing.T) {

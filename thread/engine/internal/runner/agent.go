@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // turnRun is one run's turn as its loop produces it: every record it logs

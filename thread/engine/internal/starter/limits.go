@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Limits bound a start: as engine.Limits, defaults applied.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runner"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Start resolves the fork, starts the model in the background and
