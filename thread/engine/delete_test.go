@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // TestDeleteEndsStreams: a thread deleted while its run streams, in the
