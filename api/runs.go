@@ -17,9 +17,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 type runBody struct {

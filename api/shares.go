@@ -13,8 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // ShareStore keeps share links. Every method returns not_found for a share

@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 type uuidValue = uuid.UUID

@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread/export"
 )
 

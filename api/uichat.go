@@ -15,9 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // The AI SDK UI message stream routes (POST /ui/chat, GET

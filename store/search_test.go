@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // searchFixture is a store with threads of two callers.
@@ -56,6 +56,11 @@ func (f *searchFixture) search(t *testing.T, caller string, q thread.SearchQuery
 	t.Helper()
 	if q.Limit == 0 {
 		q.Limit = 50
+	}
+	// Everything appended so far is indexed first: search is eventually
+	// consistent (see TestSearchIndexer for the indexer itself).
+	if _, err := f.s.SearchIndexPending(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	hits, err := f.s.MessageSearch(context.Background(), caller, q)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // Event is one NDJSON stream event of a run.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // Thread is one conversation. Its row is mutable (title, metadata, head);
@@ -156,10 +156,6 @@ type Run struct {
 	FinishedAt *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
-	// Local is what the process that started the run keeps on the value
-	// StartRun returned, for that caller alone (the engine's subscription
-	// made before the run's first event); nil on runs read from a store.
-	Local any
 }
 
 // MarshalJSON writes the run resource.

@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -86,7 +86,8 @@ type stepper struct {
 
 func newStepper() *stepper { return &stepper{toks: make(chan string), stopped: make(chan struct{})} }
 
-func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	for {
 		select {
 		case tok, ok := <-m.toks:
@@ -113,6 +114,7 @@ func faultSetup(t *testing.T, fs *faultStore, m thread.Model, cfg engine.Config)
 		cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	}
 	svc := engine.New(fs, stream.New[thread.Event](256), models{m: m}, fs.Store, cfg)
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	return svc
 }
@@ -166,6 +168,7 @@ func rest(t *testing.T, evs <-chan thread.Event, done <-chan error) []thread.Eve
 func stored(t *testing.T, fs *faultStore, tid, runID uuid.UUID) []thread.Event {
 	t.Helper()
 	other := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store, engine.Config{})
+	other.Start()
 	shutdownAtCleanup(t, other)
 	var out []thread.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -339,6 +342,7 @@ func TestUnwritableEndIsReleased(t *testing.T) {
 	// Recovery (here, a process whose clock is past the lease) ends it.
 	rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	engine.StartWriters(rec) // this test drives recovery by hand
 	shutdownAtCleanup(t, rec)
 	if n := rec.Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d runs, want 1", n)
@@ -425,6 +429,7 @@ func TestFencedOwnerStops(t *testing.T) {
 			next(t, evs)
 			rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 				engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+			engine.StartWriters(rec) // this test drives recovery by hand
 			shutdownAtCleanup(t, rec)
 			if n := rec.Recover(ctx); n != 1 {
 				t.Fatalf("Recover: got %d runs, want 1", n)
@@ -459,6 +464,7 @@ func TestShutdownRefusesLateRuns(t *testing.T) {
 	for i := range 8 {
 		m := newStepper() // runs until cancelled
 		svc := engine.New(fs, stream.New[thread.Event](64), models{m: m}, fs.Store, engine.Config{StartLinger: -1})
+		svc.Start()
 		var wg sync.WaitGroup
 		var started atomic.Int64
 		for range 4 {
@@ -487,7 +493,7 @@ func TestShutdownRefusesLateRuns(t *testing.T) {
 // titleBlocker is a title model that answers only when its context ends.
 type titleBlocker struct{ called, cancelled chan struct{} }
 
-func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(string) error) (thread.ModelResult, error) {
+func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(thread.Delta) error) (thread.ModelResult, error) {
 	close(b.called)
 	<-ctx.Done()
 	close(b.cancelled)
@@ -514,6 +520,7 @@ func TestShutdownCancelsTitleAtGrace(t *testing.T) {
 	tb := &titleBlocker{called: make(chan struct{}), cancelled: make(chan struct{})}
 	svc := engine.New(fs, stream.New[thread.Event](64), titleModels{models{m: &recorder{}}, tb}, fs.Store,
 		engine.Config{TitleModel: "title", StartLinger: -1})
+	svc.Start()
 	run(t, svc, uuid.New(), thread.RunRequest{Message: msg("q")})
 	<-tb.called
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

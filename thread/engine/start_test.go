@@ -12,12 +12,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -118,7 +118,8 @@ type gated struct {
 
 func newGated() *gated { return &gated{release: make(chan struct{}), started: make(chan struct{})} }
 
-func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	if err := on("first"); err != nil {
 		return thread.ModelResult{}, err
 	}
@@ -138,6 +139,7 @@ func startSetup(t *testing.T, m thread.Model, linger time.Duration) (*engine.Ser
 	t.Helper()
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
 	svc := engine.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, engine.Config{StartLinger: linger})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -401,7 +403,9 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	pool := pgtest.Pool(t)
 	st := store.New(pool)
 	a := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
+	a.Start()
 	b := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
+	b.Start()
 	shutdownAtCleanup(t, a)
 	shutdownAtCleanup(t, b)
 	ctx := context.Background()
@@ -569,7 +573,7 @@ type firstApart struct {
 	calls       atomic.Int32
 }
 
-func (f *firstApart) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (f *firstApart) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	if f.calls.Add(1) == 1 {
 		return f.first.Stream(ctx, req, on)
 	}
@@ -596,6 +600,7 @@ func TestWritesShareAWrite(t *testing.T) {
 			}
 			hs := &heldStore{Store: store.New(pgtest.Pool(t)), ends: c.ends, hold: make(chan struct{}), entered: make(chan struct{}), failAll: c.failAll}
 			svc := engine.New(hs, stream.New[thread.Event](64), models{m: m}, hs.Store, engine.Config{StartLinger: time.Millisecond})
+			svc.Start()
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -715,6 +720,7 @@ func TestLastTokensGoWithTheGroupCommit(t *testing.T) {
 	g := newGated()
 	ts := &tailStore{Store: store.New(pgtest.Pool(t))}
 	svc := engine.New(ts, stream.New[thread.Event](64), models{m: g}, ts.Store, engine.Config{StartLinger: -1})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -840,6 +846,7 @@ func twoServices(t *testing.T) (cs *countingStore, a, b *engine.Service) {
 	cs = &countingStore{Store: store.New(pgtest.Pool(t))}
 	newSvc := func() *engine.Service {
 		svc := engine.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, engine.Config{})
+		svc.Start()
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -1068,6 +1075,7 @@ func TestFollowRunOfAnotherProcess(t *testing.T) {
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
 	newSvc := func(m thread.Model) *engine.Service {
 		svc := engine.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, engine.Config{StartLinger: time.Millisecond})
+		svc.Start()
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

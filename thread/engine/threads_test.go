@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Store = (*store.Store)(nil)
@@ -28,7 +28,8 @@ type recorder struct {
 	seen [][]thread.ModelMessage
 }
 
-func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	r.mu.Lock()
 	r.seen = append(r.seen, req.Messages)
 	n := len(r.seen)
@@ -66,6 +67,7 @@ func setup(t *testing.T, budget int) (*engine.Service, *recorder) {
 	st := store.New(pgtest.Pool(t))
 	rec := &recorder{}
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: rec, budget: budget}, st, engine.Config{})
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	return svc, rec
 }
@@ -196,6 +198,7 @@ func TestRecoverInterruptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{Lease: time.Minute})
+	engine.StartWriters(svc) // this test drives recovery by hand
 	shutdownAtCleanup(t, svc)
 	if n := svc.Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d runs, want 1", n)
