@@ -75,35 +75,35 @@ export const Thread: FC<{
     <ThreadPrimitive.Root className="thread">
       {onRefused ? <AttachRefusals onRefused={onRefused} /> : null}
       <DropZone className="thread-drop">
-      <ThreadPrimitive.Viewport className="thread-viewport">
-        <AuiIf condition={(s) => s.thread.isEmpty && !s.thread.isLoading}>
-          <div className="thread-empty">{empty ?? <p>Ask anything.</p>}</div>
-        </AuiIf>
-        <ThreadPrimitive.Messages
-          components={{ UserMessage, AssistantMessage, SystemMessage, UserEditComposer: EditComposer }}
-        />
-        {notice ? (
-          <div className="notice" role="alert" data-testid="thread-notice">
-            <span>
-              {notice.message}
-              {notice.code ? <code className="notice-code">{notice.code}</code> : null}
-            </span>
-            {notice.retry ? <RetryButton /> : null}
-            {onDismissNotice ? (
-              <button type="button" className="link" onClick={onDismissNotice} aria-label="Dismiss">
-                ×
-              </button>
-            ) : null}
-          </div>
-        ) : null}
-        <ThreadPrimitive.ViewportFooter className="thread-footer">
-          <ThreadPrimitive.ScrollToBottom className="scroll-bottom" aria-label="Scroll to bottom">
-            ↓
-          </ThreadPrimitive.ScrollToBottom>
-          {toolbar ? <div className="composer-toolbar">{toolbar}</div> : null}
-          <Composer placeholder={placeholder ?? "Message Threadline…"} />
-        </ThreadPrimitive.ViewportFooter>
-      </ThreadPrimitive.Viewport>
+        <ThreadPrimitive.Viewport className="thread-viewport">
+          <AuiIf condition={(s) => s.thread.isEmpty && !s.thread.isLoading}>
+            <div className="thread-empty">{empty ?? <p>Ask anything.</p>}</div>
+          </AuiIf>
+          <ThreadPrimitive.Messages
+            components={{ UserMessage, AssistantMessage, SystemMessage, UserEditComposer: EditComposer }}
+          />
+          {notice ? (
+            <div className="notice" role="alert" data-testid="thread-notice">
+              <span>
+                {notice.message}
+                {notice.code ? <code className="notice-code">{notice.code}</code> : null}
+              </span>
+              {notice.retry ? <RetryButton /> : null}
+              {onDismissNotice ? (
+                <button type="button" className="link" onClick={onDismissNotice} aria-label="Dismiss">
+                  ×
+                </button>
+              ) : null}
+            </div>
+          ) : null}
+          <ThreadPrimitive.ViewportFooter className="thread-footer">
+            <ThreadPrimitive.ScrollToBottom className="scroll-bottom" aria-label="Scroll to bottom">
+              ↓
+            </ThreadPrimitive.ScrollToBottom>
+            {toolbar ? <div className="composer-toolbar">{toolbar}</div> : null}
+            <Composer placeholder={placeholder ?? "Message Threadline…"} />
+          </ThreadPrimitive.ViewportFooter>
+        </ThreadPrimitive.Viewport>
       </DropZone>
     </ThreadPrimitive.Root>
   );
@@ -321,26 +321,26 @@ const BranchPicker: FC = () => {
 const UserMessage: FC = () => {
   const index = useAuiState((s) => s.message.index);
   return (
-  <MessagePrimitive.Root className="message user" data-testid="user-message" data-index={index}>
-    <div className="attachments-row">
-      <MessagePrimitive.Attachments components={{ Attachment: MessageAttachment }} />
-    </div>
-    <div className="bubble user-bubble" data-testid="message-text">
-      <MessagePrimitive.Parts />
-    </div>
-    <ShareScope>
-      <div className="message-footer">
-        <BranchPicker />
-        <ActionBar>
-          <ActionBarPrimitive.Edit className="link" aria-label="Edit">
-            Edit
-          </ActionBarPrimitive.Edit>
-          <ShareButton />
-          <ForkButton />
-        </ActionBar>
+    <MessagePrimitive.Root className="message user" data-testid="user-message" data-index={index}>
+      <div className="attachments-row">
+        <MessagePrimitive.Attachments components={{ Attachment: MessageAttachment }} />
       </div>
-    </ShareScope>
-  </MessagePrimitive.Root>
+      <div className="bubble user-bubble" data-testid="message-text">
+        <MessagePrimitive.Parts />
+      </div>
+      <ShareScope>
+        <div className="message-footer">
+          <BranchPicker />
+          <ActionBar>
+            <ActionBarPrimitive.Edit className="link" aria-label="Edit">
+              Edit
+            </ActionBarPrimitive.Edit>
+            <ShareButton />
+            <ForkButton />
+          </ActionBar>
+        </div>
+      </ShareScope>
+    </MessagePrimitive.Root>
   );
 };
 
@@ -354,26 +354,26 @@ function refocusEdit(index: number): void {
 const EditComposer: FC = () => {
   const index = useAuiState((s) => s.message.index);
   return (
-  <ComposerPrimitive.Root
-    className="message user edit-composer"
-    data-testid="edit-composer"
-    onKeyDownCapture={(e) => {
-      if (e.key === "Escape") refocusEdit(index);
-    }}
-  >
-    <div className="composer-attachments">
-      <ComposerPrimitive.Attachments components={{ Attachment: ComposerAttachment }} />
-    </div>
-    <ComposerPrimitive.Input className="composer-input" aria-label="Edit message" autoFocus />
-    <div className="edit-actions">
-      <ComposerPrimitive.Cancel className="button" aria-label="Cancel edit" onClick={() => refocusEdit(index)}>
-        Cancel
-      </ComposerPrimitive.Cancel>
-      <ComposerPrimitive.Send className="button primary" aria-label="Save and send">
-        Save
-      </ComposerPrimitive.Send>
-    </div>
-  </ComposerPrimitive.Root>
+    <ComposerPrimitive.Root
+      className="message user edit-composer"
+      data-testid="edit-composer"
+      onKeyDownCapture={(e) => {
+        if (e.key === "Escape") refocusEdit(index);
+      }}
+    >
+      <div className="composer-attachments">
+        <ComposerPrimitive.Attachments components={{ Attachment: ComposerAttachment }} />
+      </div>
+      <ComposerPrimitive.Input className="composer-input" aria-label="Edit message" autoFocus />
+      <div className="edit-actions">
+        <ComposerPrimitive.Cancel className="button" aria-label="Cancel edit" onClick={() => refocusEdit(index)}>
+          Cancel
+        </ComposerPrimitive.Cancel>
+        <ComposerPrimitive.Send className="button primary" aria-label="Save and send">
+          Save
+        </ComposerPrimitive.Send>
+      </div>
+    </ComposerPrimitive.Root>
   );
 };
 
