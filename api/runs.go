@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
@@ -201,21 +202,11 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
 		start()
 		dl.refresh()
-		if ev.Type == thread.KindToken {
-			// Tokens are most of a stream: write their line directly
-			// rather than through reflection and re-compaction.
-			line = appendTokenLine(line[:0], &ev)
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		} else {
-			b, err := eventLine(&ev)
-			if err != nil {
-				return err
-			}
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
+		// One line buffer for the stream: a token's line, most of a
+		// stream, allocates nothing.
+		line = wire.AppendEventLine(line[:0], &ev)
+		if _, err := bw.Write(line); err != nil {
+			return err
 		}
 		if more {
 			return nil
@@ -280,32 +271,6 @@ func (d *streamDeadline) refresh() {
 	_ = d.rc.SetWriteDeadline(now.Add(d.stall))
 }
 
-// eventLine is a snapshot or error event's NDJSON line, byte for byte what
-// json.Encoder writes for it. MarshalJSON's output is compact and escaped
-// already: json.Encoder would validate and copy it once more, a third of
-// the service's CPU on a long thread's snapshots.
-func eventLine(ev *thread.Event) ([]byte, error) {
-	b, err := ev.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// appendTokenLine appends a token event's NDJSON line, byte for byte what
-// json.Encoder writes for it (field order, HTML escaping, trailing newline).
-func appendTokenLine(b []byte, ev *thread.Event) []byte {
-	b = append(b, `{"type":"token","run_id":"`...)
-	b = checkpoint.AppendUUID(b, ev.RunID)
-	b = append(b, `","sequence":`...)
-	b = strconv.AppendInt(b, ev.Sequence, 10)
-	b = append(b, `,"message_id":"`...)
-	b = checkpoint.AppendUUID(b, ev.MessageID)
-	b = append(b, `","text":`...)
-	b = checkpoint.AppendJSONString(b, ev.Text)
-	return append(b, "}\n"...)
-}
-
 func (s *Server) cancelRun(c echo.Context) error {
 	threadID, runID, err := pathRun(c)
 	if err != nil {
@@ -326,5 +291,5 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, r)
+	return c.JSON(http.StatusOK, wire.NewRun(r))
 }

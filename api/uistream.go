@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -280,9 +281,9 @@ func appendSSE(b []byte, seq int64, c *uiChunk) ([]byte, error) {
 		b = append(b, `{"type":"`...)
 		b = append(b, c.Type...)
 		b = append(b, `","id":`...)
-		b = checkpoint.AppendJSONString(b, c.ID)
+		b = wire.AppendJSONString(b, c.ID)
 		b = append(b, `,"delta":`...)
-		b = checkpoint.AppendJSONString(b, c.Delta)
+		b = wire.AppendJSONString(b, c.Delta)
 		b = append(b, '}')
 	} else {
 		j, err := json.Marshal(c)

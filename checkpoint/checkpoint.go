@@ -537,39 +537,39 @@ func nilString(id uuid.UUID) string {
 
 // Message is a node in assistant-ui's ThreadMessage wire shape.
 type Message struct {
-	ID          uuid.UUID     `json:"id"`
-	Role        Role          `json:"role"`
-	Content     []Part        `json:"content"`
-	CreatedAt   time.Time     `json:"createdAt"`
-	Status      *Status       `json:"status,omitempty"`
-	Attachments *[]Attachment `json:"attachments,omitempty"`
-	Metadata    Metadata      `json:"metadata"`
+	ID          uuid.UUID
+	Role        Role
+	Content     []Part
+	CreatedAt   time.Time
+	Status      *Status
+	Attachments *[]Attachment
+	Metadata    Metadata
 }
 
 // Metadata is the message metadata; RunID duplicates custom.runId because
 // assistant-ui reads metadata.runId itself.
 type Metadata struct {
-	RunID  *uuid.UUID `json:"runId,omitempty"`
-	Custom Custom     `json:"custom"`
+	RunID  *uuid.UUID
+	Custom Custom
 }
 
 // Custom holds Threadline's own message metadata.
 type Custom struct {
-	CheckpointID       *uuid.UUID `json:"checkpointId"`
-	ParentCheckpointID *uuid.UUID `json:"parentCheckpointId"`
-	RunID              *uuid.UUID `json:"runId,omitempty"`
+	CheckpointID       *uuid.UUID
+	ParentCheckpointID *uuid.UUID
+	RunID              *uuid.UUID
 }
 
 // RepositoryItem is one entry of ExportedMessageRepository.messages.
 type RepositoryItem struct {
-	Message  Message    `json:"message"`
-	ParentID *uuid.UUID `json:"parentId"`
+	Message  Message
+	ParentID *uuid.UUID
 }
 
 // Repository is assistant-ui's ExportedMessageRepository.
 type Repository struct {
-	HeadID   *uuid.UUID       `json:"headId"`
-	Messages []RepositoryItem `json:"messages"`
+	HeadID   *uuid.UUID
+	Messages []RepositoryItem
 }
 
 // WireMessage converts a node to the wire shape.
@@ -733,9 +733,4 @@ func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
 		path = append(path, t.wireMessage(t.turnRoot(i), tips))
 	}
 	return path, repo
-}
-
-// MarshalParts encodes content parts for storage, as encoding/json does.
-func MarshalParts(p []Part) []byte {
-	return appendParts(nil, p)
 }

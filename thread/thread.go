@@ -24,21 +24,6 @@ type Thread struct {
 	UpdatedAt time.Time
 }
 
-// MarshalJSON writes the API.md thread shape.
-func (t *Thread) MarshalJSON() ([]byte, error) {
-	md := t.Metadata
-	if len(md) == 0 {
-		md = json.RawMessage(`{}`)
-	}
-	return json.Marshal(struct {
-		ID        uuid.UUID       `json:"thread_id"`
-		Title     *string         `json:"title"`
-		CreatedAt time.Time       `json:"created_at"`
-		UpdatedAt time.Time       `json:"updated_at"`
-		Metadata  json.RawMessage `json:"metadata"`
-	}{t.ID, t.Title, t.CreatedAt.UTC(), t.UpdatedAt.UTC(), md})
-}
-
 // ThreadUpdate is a PATCH: nil fields are left as they are.
 type ThreadUpdate struct {
 	Title    *string
@@ -160,39 +145,6 @@ type Run struct {
 	// StartRun returned, for that caller alone (the engine's subscription
 	// made before the run's first event); nil on runs read from a store.
 	Local any
-}
-
-// MarshalJSON writes the run resource.
-func (r *Run) MarshalJSON() ([]byte, error) {
-	type out struct {
-		ID            uuid.UUID  `json:"run_id"`
-		ThreadID      uuid.UUID  `json:"thread_id"`
-		Status        RunStatus  `json:"status"`
-		UserMessageID *uuid.UUID `json:"user_message_id"`
-		ParentID      uuid.UUID  `json:"parent_message_id"`
-		MessageID     uuid.UUID  `json:"message_id"`
-		Model         string     `json:"model"`
-		Config        RunConfig  `json:"run_config"`
-		Usage         *Usage     `json:"usage"`
-		Error         *RunError  `json:"error"`
-		CreatedAt     time.Time  `json:"created_at"`
-		FinishedAt    *time.Time `json:"finished_at"`
-		DurationMS    *float64   `json:"duration_ms"`
-		LastSequence  int64      `json:"last_sequence"`
-	}
-	o := out{ID: r.ID, ThreadID: r.ThreadID, Status: r.Status, ParentID: r.ParentID, MessageID: r.MessageID,
-		Model: r.Model, Config: r.Config, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), LastSequence: r.LastSequence}
-	if r.UserMessageID != uuid.Nil {
-		u := r.UserMessageID
-		o.UserMessageID = &u
-	}
-	if r.FinishedAt != nil {
-		f := r.FinishedAt.UTC()
-		o.FinishedAt = &f
-		d := float64(f.Sub(r.CreatedAt).Microseconds()) / 1000
-		o.DurationMS = &d
-	}
-	return json.Marshal(o)
 }
 
 // Record kinds in the event log.

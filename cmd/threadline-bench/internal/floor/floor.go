@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/model"
@@ -293,11 +294,11 @@ func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 		status, msgs = "succeeded", string(m)
 	}
 	b = append(b, `{"type":"snapshot","run_id":"`...)
-	b = checkpoint.AppendUUID(b, run.id)
+	b = wire.AppendUUID(b, run.id)
 	b = append(b, `","sequence":`...)
 	b = strconv.AppendInt(b, ev.seq, 10)
 	b = append(b, `,"run_status":"`+status+`","messageRepository":{"headId":"`...)
-	b = checkpoint.AppendUUID(b, run.msg)
+	b = wire.AppendUUID(b, run.msg)
 	b = append(b, `","messages":[]},"messages":`+msgs+"}\n"...)
 	return b
 }
@@ -310,12 +311,12 @@ func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 // encoding/json's reflection.
 func appendTokenLine(b []byte, runID uuid.UUID, seq int64, msgID uuid.UUID, text string) []byte {
 	b = append(b, `{"type":"token","run_id":"`...)
-	b = checkpoint.AppendUUID(b, runID)
+	b = wire.AppendUUID(b, runID)
 	b = append(b, `","sequence":`...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"message_id":"`...)
-	b = checkpoint.AppendUUID(b, msgID)
+	b = wire.AppendUUID(b, msgID)
 	b = append(b, `","text":`...)
-	b = checkpoint.AppendJSONString(b, text)
+	b = wire.AppendJSONString(b, text)
 	return append(b, "}\n"...)
 }
