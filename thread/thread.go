@@ -254,7 +254,7 @@ type File struct {
 // Wire returns the attachment as a user message carries it.
 func (f *File) Wire() checkpoint.Attachment {
 	a := checkpoint.Attachment{ID: f.ID.String(), Type: "file", Name: f.Name, ContentType: f.ContentType, Size: f.Size,
-		URL: "/api/v1/attachments/" + f.ID.String()}
+		URL: AttachmentURL(f.ID)}
 	switch {
 	case len(f.ContentType) > 6 && f.ContentType[:6] == "image/":
 		a.Type = "image"
