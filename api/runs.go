@@ -1,15 +1,11 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +15,6 @@ import (
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -153,97 +148,28 @@ func (s *Server) rejoinRun(c echo.Context) error {
 	return s.stream(c, run, after, "continue")
 }
 
-// streamBufs holds the streams' write buffers. A live stream flushes after
-// nearly every token, so the buffer only gathers a catch-up or a burst;
-// streamBufSize keeps a thousand streams' buffers small, and the pool keeps
-// a new stream from allocating (and the kernel from faulting in) a fresh
-// one.
-var streamBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBufSize) }}
-
-const streamBufSize = 4 << 10
-
 // stream writes the run's events as NDJSON, flushing whenever no further
 // event is ready, until the final snapshot or the client leaves.
 func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
-	ctx := c.Request().Context()
-	w := c.Response()
-	h := w.Header()
-	rc := http.NewResponseController(w.Writer)
-	bw := streamBufs.Get().(*bufio.Writer)
-	bw.Reset(w.Writer)
-	defer func() {
-		bw.Reset(nil)
-		streamBufs.Put(bw)
-	}()
-	s.metrics.streams.Inc()
-	defer s.metrics.streams.Dec()
-	// The server's read and write timeouts are for ordinary requests; a
-	// stream lives as long as its run. What bounds it instead is the stall
-	// timeout: a write that cannot go out for that long (a reader that
-	// stopped reading) ends the stream, freeing what it holds, and the
-	// client rejoins from the last sequence it read.
-	_ = rc.SetReadDeadline(time.Time{})
-	dl := streamDeadline{rc: rc, stall: s.cfg.StallTimeout}
-	dl.refresh()
-	var line []byte
-	// The status goes out with the first event, once the run is durable:
-	// a run that could not be saved still gets a JSON error.
-	started := false
-	start := func() {
-		if !started {
-			started = true
-			h.Set(echo.HeaderContentType, "application/x-ndjson")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no")
-			h.Set("X-Run-Id", run.ID.String())
-			w.WriteHeader(http.StatusOK)
-		}
-	}
-	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
-		start()
-		dl.refresh()
-		// One line buffer for the stream: a token's line, most of a
-		// stream, allocates nothing.
+	o, closeOut := s.openStream(c, "application/x-ndjson", map[string]string{"X-Run-Id": run.ID.String()})
+	defer closeOut()
+	var line []byte // one line buffer: a token's line, most of a stream, allocates nothing
+	err := s.svc.FollowRun(c.Request().Context(), caller(c), run, after, func(ev thread.Event, more bool) error {
 		line = wire.AppendEventLine(line[:0], &ev)
-		if _, err := bw.Write(line); err != nil {
+		if err := o.write(line); err != nil {
 			return err
 		}
 		if more {
 			return nil
 		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return o.flush()
 	})
-	if ctx.Err() != nil {
-		if onDisconnect == "cancel" {
-			if cerr := s.svc.CancelRun(context.WithoutCancel(ctx), caller(c), run.ThreadID, run.ID); cerr != nil {
-				s.log.Warn("cancel on disconnect", "run_id", run.ID, "err", cerr)
-			}
-		}
-		return nil
+	if err != nil || c.Request().Context().Err() != nil {
+		return s.endStream(c, o, run, onDisconnect, err)
 	}
-	if err != nil && !started {
-		return err
-	}
-	if errors.Is(err, engine.ErrShuttingDown) {
-		// A run of another process outlives this one: the client rejoins
-		// it elsewhere.
-		s.log.Info("stream ended by shutdown; the client rejoins elsewhere", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID))
-		return nil
-	}
-	if err != nil {
-		// Headers are sent; the client sees the stream end early and rejoins.
-		s.log.Error("stream run", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID), "err", err)
-		return nil
-	}
-	start() // a rejoin after the last event: an empty stream
-	dl.refresh()
-	if err := bw.Flush(); err != nil {
-		return nil
-	}
-	_ = rc.Flush()
+	o.start() // a rejoin after the last event: an empty stream
+	o.dl.refresh()
+	_ = o.flush()
 	return nil
 }
 
