@@ -26,13 +26,13 @@ type runBody struct {
 			ID string `json:"id"`
 		} `json:"attachments"`
 	} `json:"message"`
-	ParentMessageID *string           `json:"parent_message_id"`
-	SourceMessageID *string           `json:"source_message_id"`
-	RunConfig       *thread.RunConfig `json:"run_config"`
-	OnDisconnect    string            `json:"on_disconnect"`
+	ParentMessageID *string         `json:"parent_message_id"`
+	SourceMessageID *string         `json:"source_message_id"`
+	RunConfig       *wire.RunConfig `json:"run_config"`
+	OnDisconnect    string          `json:"on_disconnect"`
 	// Continuing a turn that waits (requires_action).
-	ToolResults []thread.ToolResult `json:"tool_results"`
-	Approvals   []thread.Approval   `json:"approvals"`
+	ToolResults []wire.ToolResultBody `json:"tool_results"`
+	Approvals   []wire.Approval       `json:"approvals"`
 }
 
 // decodeContent accepts "text" or an array of text and image parts.
@@ -53,11 +53,11 @@ func decodeContent(raw json.RawMessage) ([]checkpoint.Part, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var parts []checkpoint.Part
+	var parts []wire.Part
 	if err := dec.Decode(&parts); err != nil {
 		return nil, errcode.New(errcode.Invalid, "message.content: %v", err)
 	}
-	return parts, nil
+	return wire.DomainParts(parts), nil
 }
 
 func (s *Server) startRun(c echo.Context) error {
@@ -77,10 +77,10 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	if body.RunConfig != nil {
-		req.Config = *body.RunConfig
+		req.Config = body.RunConfig.Domain()
 	}
 	req.OnDisconnect = body.OnDisconnect
-	req.ToolResults, req.Approvals = body.ToolResults, body.Approvals
+	req.ToolResults, req.Approvals = wire.DomainToolResults(body.ToolResults), wire.DomainApprovals(body.Approvals)
 	if m := body.Message; m != nil {
 		um := &thread.UserMessage{}
 		if um.ID, err = optUUID("message.id", m.ID); err != nil {

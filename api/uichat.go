@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/errcode"
@@ -34,7 +35,7 @@ type uiChatBody struct {
 	Messages  []json.RawMessage `json:"messages"`
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
-	RunConfig *thread.RunConfig `json:"run_config"`
+	RunConfig *wire.RunConfig   `json:"run_config"`
 	// OnDisconnect is the native on_disconnect: "continue" (the default:
 	// a reload resumes) or "cancel" (closing the stream, as useChat's
 	// stop() does, cancels the run).
@@ -148,7 +149,7 @@ func (s *Server) uiChat(c echo.Context) error {
 func (s *Server) uiRunRequest(b *uiChatBody, threadID uuid.UUID, tree *checkpoint.Tree, leaf uuid.UUID) (thread.RunRequest, error) {
 	var req thread.RunRequest
 	if b.RunConfig != nil {
-		req.Config = *b.RunConfig
+		req.Config = b.RunConfig.Domain()
 	}
 	req.OnDisconnect = b.OnDisconnect
 	if b.System != nil && req.Config.System == "" {

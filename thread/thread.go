@@ -1,7 +1,6 @@
 package thread
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -55,15 +54,15 @@ func (s RunStatus) Done() bool { return s != RunRunning && s != "" }
 
 // RunConfig is the request's run_config.
 type RunConfig struct {
-	Model       string          `json:"model,omitempty"`
-	Temperature *float64        `json:"temperature,omitempty"`
-	System      string          `json:"system,omitempty"`
-	Custom      json.RawMessage `json:"custom,omitempty"`
+	Model       string
+	Temperature *float64
+	System      string
+	Custom      json.RawMessage
 	// MaxSteps bounds an agent run's model calls (DefaultMaxSteps when 0).
-	MaxSteps int `json:"max_steps,omitempty"`
+	MaxSteps int
 	// Tools, when present, names the server tools the run may call (all
 	// when absent) and declares the caller's client tools.
-	Tools []RunTool `json:"tools,omitempty"`
+	Tools []RunTool
 }
 
 // RunTool is one entry of run_config.tools: a server tool by name (a
@@ -71,50 +70,22 @@ type RunConfig struct {
 // declares, {"name","description","parameters","client":true}, which the
 // service never runs.
 type RunTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Client      bool            `json:"client,omitempty"`
-}
-
-// UnmarshalJSON reads a tool name or a tool object; an object's unknown
-// fields are refused.
-func (t *RunTool) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		*t = RunTool{}
-		return json.Unmarshal(b, &t.Name)
-	}
-	type plain RunTool
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var p plain
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*t = RunTool(p)
-	return nil
-}
-
-// MarshalJSON writes a server tool as its name, a client tool whole.
-func (t RunTool) MarshalJSON() ([]byte, error) {
-	if !t.Client && t.Description == "" && t.Parameters == nil {
-		return json.Marshal(t.Name)
-	}
-	type plain RunTool
-	return json.Marshal(plain(t))
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+	Client      bool
 }
 
 // Usage is what the provider reported.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int
+	CompletionTokens int
 }
 
 // RunError is why a run failed.
 type RunError struct {
-	Code    errcode.Code `json:"code"`
-	Message string       `json:"message"`
+	Code    errcode.Code
+	Message string
 }
 
 // Run is one model invocation on a thread.

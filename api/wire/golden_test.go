@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/threadline/threadline/api/wire"
-	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/api/wire/wiretest"
 )
 
-// TestGolden: the wire and the stored content are byte for byte what they
-// were before the wire moved here (testdata was written by the encoders
-// of then), line by line.
+// TestGolden: the wire is byte for byte what it was before it moved here
+// (testdata was written by the encoders of then), line by line. The store
+// holds its columns to the store_*.ndjson files (store/content_test.go).
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -20,39 +20,26 @@ func TestGolden(t *testing.T) {
 		lines func() [][]byte
 	}{
 		{"events.ndjson", func() (out [][]byte) {
-			for _, ev := range fixtureEvents() {
+			for _, ev := range wiretest.Events() {
 				out = append(out, wire.AppendEvent(nil, &ev))
 			}
 			return out
 		}},
 		{"thread_snapshots.ndjson", func() (out [][]byte) {
-			for _, s := range fixtureThreadSnapshots() {
+			for _, s := range wiretest.ThreadSnapshots() {
 				out = append(out, wire.AppendThreadSnapshot(nil, &s))
 			}
 			return out
 		}},
 		{"threads.ndjson", func() (out [][]byte) {
-			for _, th := range fixtureThreads() {
+			for _, th := range wiretest.Threads() {
 				out = append(out, mustJSON(t, wire.NewThread(&th)))
 			}
 			return out
 		}},
 		{"runs.ndjson", func() (out [][]byte) {
-			for _, r := range fixtureRuns() {
+			for _, r := range wiretest.Runs() {
 				out = append(out, mustJSON(t, wire.NewRun(&r)))
-			}
-			return out
-		}},
-		{"store_content.ndjson", func() (out [][]byte) {
-			_, _, nodes := fixtureTree()
-			for _, n := range nodes {
-				out = append(out, checkpoint.MarshalParts(n.Content), mustJSON(t, n.Status), mustJSON(t, n.Attachments))
-			}
-			return append(out, checkpoint.MarshalParts(fixtureParts("so far")))
-		}},
-		{"store_run.ndjson", func() (out [][]byte) {
-			for _, r := range fixtureRuns() {
-				out = append(out, mustJSON(t, r.Config), mustJSON(t, r.Usage), mustJSON(t, r.Error))
 			}
 			return out
 		}},
@@ -78,7 +65,7 @@ func TestGolden(t *testing.T) {
 // json.Encoder ends a value, and a line buffer is reused.
 func TestAppendEventLine(t *testing.T) {
 	t.Parallel()
-	evs := fixtureEvents()
+	evs := wiretest.Events()
 	var line []byte
 	for i := range evs {
 		line = wire.AppendEventLine(line[:0], &evs[i])
@@ -96,7 +83,7 @@ func TestAppendEventLine(t *testing.T) {
 // types with the values it was written from.
 func TestDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, ev := range fixtureEvents() {
+	for _, ev := range wiretest.Events() {
 		var got wire.Event
 		if err := json.Unmarshal(wire.AppendEvent(nil, &ev), &got); err != nil {
 			t.Fatal(err)

@@ -263,3 +263,22 @@ func AppendRepository(b []byte, r *checkpoint.Repository) []byte {
 	})
 	return append(b, '}')
 }
+
+// DomainPart is the content part p decodes to.
+func (p *Part) DomainPart() checkpoint.Part {
+	return checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
+		ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data, SourceType: p.SourceType,
+		ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
+}
+
+// DomainParts is DomainPart of each (nil for nil).
+func DomainParts(ps []Part) []checkpoint.Part {
+	if ps == nil {
+		return nil
+	}
+	out := make([]checkpoint.Part, len(ps))
+	for i := range ps {
+		out[i] = ps[i].DomainPart()
+	}
+	return out
+}

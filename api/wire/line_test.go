@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/api/wire"
+	"github.com/threadline/threadline/api/wire/wiretest"
+	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -35,7 +37,7 @@ func encoderLine(t testing.TB, ev *thread.Event) []byte {
 // writes for its shape.
 func TestTokenLineMatchesEncoder(t *testing.T) {
 	t.Parallel()
-	for _, text := range append(fixtureTexts, " abcd", "{\"json\":true}", "\u2028</script>") {
+	for _, text := range append(wiretest.Texts, " abcd", "{\"json\":true}", "\u2028</script>") {
 		ev := thread.Event{Type: thread.KindToken, RunID: uuid.New(), Sequence: 1234567890123, MessageID: uuid.New(), Text: text}
 		if got, want := wire.AppendEventLine(nil, &ev), encoderLine(t, &ev); !bytes.Equal(got, want) {
 			t.Errorf("token line (%q) =\n%s\nwant\n%s", text, got, want)
@@ -114,7 +116,7 @@ func BenchmarkTokenLine(b *testing.B) {
 }
 
 func BenchmarkSnapshotEvent(b *testing.B) {
-	evs := fixtureEvents()
+	evs := wiretest.Events()
 	ev := evs[len(evs)-3] // the finished run's snapshot
 	b.ReportAllocs()
 	var line []byte
@@ -122,4 +124,43 @@ func BenchmarkSnapshotEvent(b *testing.B) {
 		line = wire.AppendEventLine(line[:0], &ev)
 	}
 	b.ReportMetric(float64(len(line)), "bytes/event")
+}
+
+// TestPartShapes: each part type is written in exactly assistant-ui's
+// shape, as API.md lists them.
+func TestPartShapes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		part checkpoint.Part
+		want string
+	}{
+		{checkpoint.Part{Type: "reasoning", Text: "Let me <think>"}, `{"type":"reasoning","text":"Let me \u003cthink\u003e"}`},
+		{checkpoint.Part{Type: "text", Text: "I'll use the calculator."}, `{"type":"text","text":"I'll use the calculator."}`},
+		{checkpoint.Part{Type: "tool-call", ToolCallID: "c1", ToolName: "calculator", Args: json.RawMessage(`{"expression":"12*7"}`),
+			ArgsText: `{"expression":"12*7"}`, Result: json.RawMessage(`84`)},
+			`{"type":"tool-call","toolCallId":"c1","toolName":"calculator","args":{"expression":"12*7"},"argsText":"{\"expression\":\"12*7\"}","result":84,"isError":false}`},
+		{checkpoint.Part{Type: "tool-call", ToolCallID: "c2", ToolName: "clock", ArgsText: `{"timez`},
+			`{"type":"tool-call","toolCallId":"c2","toolName":"clock","args":{},"argsText":"{\"timez"}`},
+		{checkpoint.Part{Type: "tool-call", ToolCallID: "c3", ToolName: "wait", Args: json.RawMessage(`{}`), ArgsText: `{}`,
+			Result: json.RawMessage(`"wait timed out"`), IsError: true},
+			`{"type":"tool-call","toolCallId":"c3","toolName":"wait","args":{},"argsText":"{}","result":"wait timed out","isError":true}`},
+		{checkpoint.Part{Type: "data", Name: "plan", Data: json.RawMessage(`{"id":"p1","tasks":[{"id":"1","status":"done"}]}`)},
+			`{"type":"data","name":"plan","data":{"id":"p1","tasks":[{"id":"1","status":"done"}]}}`},
+		{checkpoint.Part{Type: "source", SourceType: "url", ID: "s1", URL: "https://example.com/a?b=1&c=2", Title: "Example"},
+			`{"type":"source","sourceType":"url","id":"s1","url":"https://example.com/a?b=1\u0026c=2","title":"Example"}`},
+		{checkpoint.Part{Type: "file", Filename: "notes.pdf", MimeType: "application/pdf", Data: json.RawMessage(`"/api/v1/attachments/x"`)},
+			`{"type":"file","filename":"notes.pdf","mimeType":"application/pdf","data":"/api/v1/attachments/x"}`},
+	} {
+		if got := wire.AppendPart(nil, &tc.part); string(got) != tc.want {
+			t.Errorf("%s part:\n got %s\nwant %s", tc.part.Type, got, tc.want)
+		}
+		var back wire.Part
+		if err := json.Unmarshal([]byte(tc.want), &back); err != nil {
+			t.Fatal(err)
+		}
+		p := back.DomainPart()
+		if got := wire.AppendPart(nil, &p); string(got) != tc.want {
+			t.Errorf("%s part decoded and written again:\n got %s\nwant %s", tc.part.Type, got, tc.want)
+		}
+	}
 }

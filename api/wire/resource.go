@@ -38,38 +38,22 @@ type run struct {
 	ParentID      uuid.UUID        `json:"parent_message_id"`
 	MessageID     uuid.UUID        `json:"message_id"`
 	Model         string           `json:"model"`
-	Config        json.RawMessage  `json:"run_config"`
-	Usage         *usage           `json:"usage"`
-	Error         *runError        `json:"error"`
+	Config        RunConfig        `json:"run_config"`
+	Usage         *Usage           `json:"usage"`
+	Error         *RunError        `json:"error"`
 	CreatedAt     time.Time        `json:"created_at"`
 	FinishedAt    *time.Time       `json:"finished_at"`
 	DurationMS    *float64         `json:"duration_ms"`
 	LastSequence  int64            `json:"last_sequence"`
 }
 
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-type runError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // NewRun is the run resource (GET …/runs/{run_id}), for json.Marshal.
 func NewRun(r *thread.Run) any {
 	o := run{ID: r.ID, ThreadID: r.ThreadID, Status: r.Status, ParentID: r.ParentID, MessageID: r.MessageID,
-		Model: r.Model, Config: RunConfigJSON(&r.Config), CreatedAt: r.CreatedAt.UTC(), LastSequence: r.LastSequence}
+		Model: r.Model, Config: NewRunConfig(&r.Config), Usage: NewUsage(r.Usage), Error: NewRunError(r.Error), CreatedAt: r.CreatedAt.UTC(), LastSequence: r.LastSequence}
 	if r.UserMessageID != uuid.Nil {
 		u := r.UserMessageID
 		o.UserMessageID = &u
-	}
-	if u := r.Usage; u != nil {
-		o.Usage = &usage{u.PromptTokens, u.CompletionTokens}
-	}
-	if e := r.Error; e != nil {
-		o.Error = &runError{string(e.Code), e.Message}
 	}
 	if r.FinishedAt != nil {
 		f := r.FinishedAt.UTC()
@@ -80,9 +64,77 @@ func NewRun(r *thread.Run) any {
 	return o
 }
 
-// RunConfigJSON is a run's run_config as the API writes it: the shape
-// the request sent, the one the store keeps (thread.RunConfig's fields).
-func RunConfigJSON(c *thread.RunConfig) json.RawMessage {
-	b, _ := json.Marshal(c) // strings, numbers and valid JSON values: always marshals
-	return b
+// NewRunConfig is c in the request's shape.
+func NewRunConfig(c *thread.RunConfig) RunConfig {
+	o := RunConfig{Model: c.Model, Temperature: c.Temperature, System: c.System, Custom: c.Custom, MaxSteps: c.MaxSteps}
+	if c.Tools != nil {
+		o.Tools = make([]ToolSpec, len(c.Tools))
+		for i, t := range c.Tools {
+			o.Tools[i] = ToolSpec(t)
+		}
+	}
+	return o
+}
+
+// Domain is the run configuration c sends.
+func (c *RunConfig) Domain() thread.RunConfig {
+	o := thread.RunConfig{Model: c.Model, Temperature: c.Temperature, System: c.System, Custom: c.Custom, MaxSteps: c.MaxSteps}
+	if c.Tools != nil {
+		o.Tools = make([]thread.RunTool, len(c.Tools))
+		for i, t := range c.Tools {
+			o.Tools[i] = thread.RunTool(t)
+		}
+	}
+	return o
+}
+
+// NewUsage is u in the API's shape (nil for nil).
+func NewUsage(u *thread.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	o := Usage(*u)
+	return &o
+}
+
+// NewRunError is e in the API's shape (nil for nil).
+func NewRunError(e *thread.RunError) *RunError {
+	if e == nil {
+		return nil
+	}
+	o := RunError(*e)
+	return &o
+}
+
+// ToolResultBody is a continuation's tool_results entry as the service
+// reads it: the result kept as the JSON it was sent as. (ToolResult is the
+// client's side of the same shape, its result any value to encode.)
+type ToolResultBody struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Result     json.RawMessage `json:"result"`
+	IsError    bool            `json:"is_error,omitempty"`
+}
+
+// DomainToolResults and DomainApprovals are a continuation's answers.
+func DomainToolResults(in []ToolResultBody) []thread.ToolResult {
+	if in == nil {
+		return nil
+	}
+	out := make([]thread.ToolResult, len(in))
+	for i, r := range in {
+		out[i] = thread.ToolResult{CallID: r.ToolCallID, Result: r.Result, IsError: r.IsError}
+	}
+	return out
+}
+
+// DomainApprovals: see DomainToolResults.
+func DomainApprovals(in []Approval) []thread.Approval {
+	if in == nil {
+		return nil
+	}
+	out := make([]thread.Approval, len(in))
+	for i, a := range in {
+		out[i] = thread.Approval{CallID: a.ToolCallID, Approved: a.Approved, Reason: a.Reason}
+	}
+	return out
 }

@@ -7,6 +7,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -344,25 +345,67 @@ type AttachmentRef struct {
 	ID string `json:"id"`
 }
 
-// RunConfig is a run's configuration; zero fields are left out.
+// RunConfig is a run's configuration, as a request sends it and the run
+// resource shows it; zero fields are left out. Custom is a JSON object.
 type RunConfig struct {
-	Model       string         `json:"model,omitempty"`
-	Temperature *float64       `json:"temperature,omitempty"`
-	System      string         `json:"system,omitempty"`
-	Custom      map[string]any `json:"custom,omitempty"`
-	MaxSteps    int            `json:"max_steps,omitempty"`
+	Model       string          `json:"model,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	System      string          `json:"system,omitempty"`
+	Custom      json.RawMessage `json:"custom,omitempty"`
+	MaxSteps    int             `json:"max_steps,omitempty"`
 	// Tools names the server tools the run may call (nil: all) and
 	// declares client tools.
 	Tools []ToolSpec `json:"tools,omitempty"`
 }
 
 // ToolSpec is a server tool by name, or a client tool (Client true) with
-// its description and JSON Schema parameters.
+// its description and JSON Schema parameters. A server tool is written as
+// its name; it is read as a name or an object.
 type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Client      bool            `json:"client,omitempty"`
+}
+
+// UnmarshalJSON reads a tool name or a tool object; an object's unknown
+// fields are refused.
+func (t *ToolSpec) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		*t = ToolSpec{}
+		return json.Unmarshal(b, &t.Name)
+	}
+	type plain ToolSpec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*t = ToolSpec(p)
+	return nil
+}
+
+// MarshalJSON writes a server tool as its name, a client tool whole.
+func (t ToolSpec) MarshalJSON() ([]byte, error) {
+	if !t.Client && t.Description == "" && t.Parameters == nil {
+		return json.Marshal(t.Name)
+	}
+	type plain ToolSpec
+	return json.Marshal(plain(t))
+}
+
+// Usage is what a run's provider reported.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
 }
 
 // ToolResult answers a client tool's call in a continuation.

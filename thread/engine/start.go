@@ -119,7 +119,7 @@ func (s *Service) startOnLocalRun(ctx context.Context, caller string, threadID u
 		return nil, false, errStartAgain
 	}
 	if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.run.UserMessageID && ar.user != nil {
-		if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.user.Content)) == string(checkpoint.MarshalParts(m.Content)) {
+		if s.sameParent(caller, threadID, ar.user.ParentID, req.ParentID) && checkpoint.PartsEqual(ar.user.Content, m.Content) {
 			return ar.run, true, nil
 		}
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
@@ -318,7 +318,7 @@ func (s *Service) localRun(caller string, threadID uuid.UUID) *activeRun {
 // content returns the run it started; anything else is a conflict.
 func (s *Service) retried(ctx context.Context, th *thread.Thread, prev *checkpoint.Node, req thread.RunRequest) (*thread.Run, bool, error) {
 	same := prev.Role == checkpoint.RoleUser && s.sameParent(th.Caller, th.ID, prev.ParentID, req.ParentID) &&
-		string(checkpoint.MarshalParts(prev.Content)) == string(checkpoint.MarshalParts(req.Message.Content))
+		checkpoint.PartsEqual(prev.Content, req.Message.Content)
 	if !same {
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", prev.ID)
 	}

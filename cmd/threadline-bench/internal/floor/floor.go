@@ -303,20 +303,10 @@ func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 	return b
 }
 
-// appendTokenLine appends a token event's NDJSON line: byte for byte what
-// json.Encoder writes for a thread.Event of type token, which is what the
-// service writes (TestTokenLineMatchesEncoder holds it to that). It is the
-// floor's own copy of the service's direct writer in api, which stays
-// unexported: the floor must pay what the service pays per token line, not
-// encoding/json's reflection.
+// appendTokenLine appends a token event's NDJSON line with the service's
+// own writer (api/wire): the floor pays what the service pays per token
+// line, and writes the same bytes.
 func appendTokenLine(b []byte, runID uuid.UUID, seq int64, msgID uuid.UUID, text string) []byte {
-	b = append(b, `{"type":"token","run_id":"`...)
-	b = wire.AppendUUID(b, runID)
-	b = append(b, `","sequence":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"message_id":"`...)
-	b = wire.AppendUUID(b, msgID)
-	b = append(b, `","text":`...)
-	b = wire.AppendJSONString(b, text)
-	return append(b, "}\n"...)
+	ev := thread.Event{Type: thread.KindToken, RunID: runID, Sequence: seq, MessageID: msgID, Text: text}
+	return wire.AppendEventLine(b, &ev)
 }

@@ -1,4 +1,6 @@
-package wire_test
+// Package wiretest holds the fixture of the wire's and the store's golden
+// files (api/wire/testdata): the domain values they were written from.
+package wiretest
 
 import (
 	"encoding/json"
@@ -18,20 +20,22 @@ import (
 // golden files were written by the encoders as they were before the wire
 // moved to this package (MarshalJSON methods on the domain types).
 
-// fid is the fixture's n-th id.
-func fid(n int) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "wire-%d", n)) }
+// ID is the fixture's n-th id.
+func ID(n int) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "wire-%d", n)) }
 
-var fixtureTexts = []string{"", "plain", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\r\x00\x1f\b\f", "\u2028\u2029",
+// Texts are the awkward strings: escapes, HTML, controls, invalid UTF-8.
+var Texts = []string{"", "plain", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\r\x00\x1f\b\f", "\u2028\u2029",
 	"héllo ✓ 😀", "bad \xff\xfe utf-8", "del \x7f"}
 
-var fixtureTimes = []time.Time{
+// Times are times with and without fractions, one not in UTC.
+var Times = []time.Time{
 	time.Date(2026, 11, 23, 1, 2, 3, 456789000, time.UTC),
 	time.Date(2026, 11, 23, 1, 2, 3, 0, time.UTC),
 	time.Date(2026, 1, 2, 3, 4, 5, 100000000, time.FixedZone("x", 3600+1800)),
 }
 
-// fixtureParts is one part of every type, and a few in odd states.
-func fixtureParts(text string) []checkpoint.Part {
+// Parts is one part of every type, and a few in odd states.
+func Parts(text string) []checkpoint.Part {
 	return []checkpoint.Part{
 		{Type: checkpoint.PartText, Text: text},
 		{Type: checkpoint.PartReasoning, Text: "think " + text},
@@ -50,31 +54,31 @@ func fixtureParts(text string) []checkpoint.Part {
 	}
 }
 
-// fixtureTree is a thread of a user/assistant chain with branches, and a
+// Tree is a thread of a user/assistant chain with branches, and a
 // running reply on its last message.
-func fixtureTree() (*checkpoint.Tree, *checkpoint.Node, []checkpoint.Node) {
-	tid := fid(0)
+func Tree() (*checkpoint.Tree, *checkpoint.Node, []checkpoint.Node) {
+	tid := ID(0)
 	var nodes []checkpoint.Node
 	parent := uuid.Nil
-	for i, text := range fixtureTexts {
-		n := checkpoint.Node{ID: fid(100 + i), ThreadID: tid, ParentID: parent, Seq: int64(len(nodes) + 1), Role: checkpoint.RoleUser,
-			Content: []checkpoint.Part{{Type: "text", Text: text}}, CreatedAt: fixtureTimes[i%len(fixtureTimes)]}
+	for i, text := range Texts {
+		n := checkpoint.Node{ID: ID(100 + i), ThreadID: tid, ParentID: parent, Seq: int64(len(nodes) + 1), Role: checkpoint.RoleUser,
+			Content: []checkpoint.Part{{Type: "text", Text: text}}, CreatedAt: Times[i%len(Times)]}
 		switch i % 4 {
 		case 1:
-			n.Role, n.RunID = checkpoint.RoleAssistant, fid(200+i)
+			n.Role, n.RunID = checkpoint.RoleAssistant, ID(200+i)
 			n.Status = &checkpoint.Status{Type: "incomplete", Reason: "error", Error: text}
-			n.Content = fixtureParts(text)
+			n.Content = Parts(text)
 		case 2:
 			n.Content = append(n.Content, checkpoint.Part{Type: "image", Image: "data:image/png;base64,iVBOR<>&"})
 			n.Attachments = []checkpoint.Attachment{
-				{ID: fid(300 + i).String(), Type: "image", Name: "a<b>" + text, ContentType: "image/png", Size: 3, URL: "/api/v1/attachments/" + fid(300+i).String(),
+				{ID: ID(300 + i).String(), Type: "image", Name: "a<b>" + text, ContentType: "image/png", Size: 3, URL: "/api/v1/attachments/" + ID(300+i).String(),
 					Content: []checkpoint.Part{{Type: "image", Image: "x"}}},
-				{ID: fid(400 + i).String(), Type: "file", Name: "z", ContentType: "application/zip", Content: []checkpoint.Part{}},
+				{ID: ID(400 + i).String(), Type: "file", Name: "z", ContentType: "application/zip", Content: []checkpoint.Part{}},
 			}
 			n.Attachments[0].Status.Type = "complete"
 			n.Attachments[1].Status.Type = "complete"
 		case 3:
-			n.Role, n.RunID = checkpoint.RoleAssistant, fid(200+i)
+			n.Role, n.RunID = checkpoint.RoleAssistant, ID(200+i)
 			n.Status = &checkpoint.Status{Type: "complete", Reason: "stop"}
 			n.Content = nil
 		}
@@ -82,7 +86,7 @@ func fixtureTree() (*checkpoint.Tree, *checkpoint.Node, []checkpoint.Node) {
 		if i == 4 {
 			// a sibling of the fifth message: a branch
 			b := n
-			b.ID, b.Seq, b.Content, b.Attachments = fid(150), int64(len(nodes)+1), []checkpoint.Part{{Type: "text", Text: "edited " + text}}, []checkpoint.Attachment{}
+			b.ID, b.Seq, b.Content, b.Attachments = ID(150), int64(len(nodes)+1), []checkpoint.Part{{Type: "text", Text: "edited " + text}}, []checkpoint.Attachment{}
 			nodes = append(nodes, b)
 		}
 		parent = n.ID
@@ -91,27 +95,27 @@ func fixtureTree() (*checkpoint.Tree, *checkpoint.Node, []checkpoint.Node) {
 	if err != nil {
 		panic(err)
 	}
-	running := &checkpoint.Node{ID: fid(500), ThreadID: tid, ParentID: parent, Role: checkpoint.RoleAssistant, Running: true,
-		RunID: fid(501), Content: fixtureParts("so far"), CreatedAt: fixtureTimes[0]}
+	running := &checkpoint.Node{ID: ID(500), ThreadID: tid, ParentID: parent, Role: checkpoint.RoleAssistant, Running: true,
+		RunID: ID(501), Content: Parts("so far"), CreatedAt: Times[0]}
 	return tree, running, nodes
 }
 
-// fixtureSnapshots are a running run's, a finished run's on a branch, and
+// Snapshots are a running run's, a finished run's on a branch, and
 // an empty thread's.
-func fixtureSnapshots() []thread.Snapshot {
-	tree, running, nodes := fixtureTree()
-	tid := fid(0)
+func Snapshots() []thread.Snapshot {
+	tree, running, nodes := Tree()
+	tid := ID(0)
 	return []thread.Snapshot{
 		{ThreadID: tid, RunStatus: thread.RunRunning, Tree: tree, Running: running, Head: running.ID},
 		{ThreadID: tid, RunStatus: thread.RunSucceeded, Tree: tree, Head: nodes[len(nodes)-1].ID},
-		{ThreadID: tid, RunStatus: thread.RunFailed, Tree: tree, Head: fid(150)},
+		{ThreadID: tid, RunStatus: thread.RunFailed, Tree: tree, Head: ID(150)},
 		{ThreadID: tid, RunStatus: thread.RunSucceeded, Tree: &checkpoint.Tree{}},
 	}
 }
 
-// fixtureEvents is every event kind.
-func fixtureEvents() []thread.Event {
-	run, msg := fid(1), fid(2)
+// Events is every event kind.
+func Events() []thread.Event {
+	run, msg := ID(1), ID(2)
 	var evs []thread.Event
 	add := func(ev thread.Event) {
 		ev.RunID, ev.Sequence = run, int64(len(evs)+1)
@@ -120,7 +124,7 @@ func fixtureEvents() []thread.Event {
 		}
 		evs = append(evs, ev)
 	}
-	for _, text := range fixtureTexts {
+	for _, text := range Texts {
 		add(thread.Event{Type: thread.KindToken, Text: text})
 		add(thread.Event{Type: thread.KindReasoning, Text: text})
 	}
@@ -132,42 +136,44 @@ func fixtureEvents() []thread.Event {
 	add(thread.Event{Type: thread.KindData, Name: "plan", Data: json.RawMessage(`{"id":"p","tasks":[]}`)})
 	add(thread.Event{Type: thread.KindData, Name: "nothing"})
 	add(thread.Event{Type: thread.KindError, Code: errcode.Unavailable, Text: "model <down> & out"})
-	snaps := fixtureSnapshots()
+	snaps := Snapshots()
 	for i := range snaps {
 		add(thread.Event{Type: thread.KindSnapshot, Snapshot: &snaps[i]})
 	}
 	return evs
 }
 
-// fixtureThreadSnapshots are the snapshots with and without an active run.
-func fixtureThreadSnapshots() []thread.ThreadSnapshot {
+// ThreadSnapshots are the snapshots with and without an active run.
+func ThreadSnapshots() []thread.ThreadSnapshot {
 	var out []thread.ThreadSnapshot
-	for _, snap := range fixtureSnapshots() {
+	for _, snap := range Snapshots() {
 		out = append(out, thread.ThreadSnapshot{Snapshot: snap},
-			thread.ThreadSnapshot{Snapshot: snap, ActiveRun: &thread.ActiveRun{RunID: fid(501), MessageID: fid(500), Sequence: 42}})
+			thread.ThreadSnapshot{Snapshot: snap, ActiveRun: &thread.ActiveRun{RunID: ID(501), MessageID: ID(500), Sequence: 42}})
 	}
 	return out
 }
 
-func fixtureThreads() []thread.Thread {
+// Threads are a bare thread and a full one.
+func Threads() []thread.Thread {
 	title := "a <title> & ✓"
 	return []thread.Thread{
-		{ID: fid(10), Caller: "c", CreatedAt: fixtureTimes[0], UpdatedAt: fixtureTimes[2]},
-		{ID: fid(11), Caller: "c", Title: &title, Metadata: json.RawMessage(`{"k":"v","n":[1,2]}`), HeadID: fid(12), LastSeq: 9,
-			CreatedAt: fixtureTimes[2], UpdatedAt: fixtureTimes[1]},
+		{ID: ID(10), Caller: "c", CreatedAt: Times[0], UpdatedAt: Times[2]},
+		{ID: ID(11), Caller: "c", Title: &title, Metadata: json.RawMessage(`{"k":"v","n":[1,2]}`), HeadID: ID(12), LastSeq: 9,
+			CreatedAt: Times[2], UpdatedAt: Times[1]},
 	}
 }
 
-func fixtureRuns() []thread.Run {
+// Runs are a running run and a failed one with every field.
+func Runs() []thread.Run {
 	temp := 0.25
-	fin := fixtureTimes[0].Add(1234567 * time.Microsecond).In(time.FixedZone("y", -7200))
+	fin := Times[0].Add(1234567 * time.Microsecond).In(time.FixedZone("y", -7200))
 	return []thread.Run{
-		{ID: fid(20), ThreadID: fid(10), Status: thread.RunRunning, ParentID: fid(21), MessageID: fid(22), Model: "demo",
-			CreatedAt: fixtureTimes[2], LastSequence: 3},
-		{ID: fid(23), ThreadID: fid(10), Status: thread.RunFailed, UserMessageID: fid(24), ParentID: fid(24), MessageID: fid(25), Model: "m <x>",
+		{ID: ID(20), ThreadID: ID(10), Status: thread.RunRunning, ParentID: ID(21), MessageID: ID(22), Model: "demo",
+			CreatedAt: Times[2], LastSequence: 3},
+		{ID: ID(23), ThreadID: ID(10), Status: thread.RunFailed, UserMessageID: ID(24), ParentID: ID(24), MessageID: ID(25), Model: "m <x>",
 			Config: thread.RunConfig{Model: "m <x>", Temperature: &temp, System: "be <brief>", Custom: json.RawMessage(`{"a":1}`), MaxSteps: 4,
 				Tools: []thread.RunTool{{Name: "calculator"}, {Name: "ask", Description: "asks", Parameters: json.RawMessage(`{"type":"object"}`), Client: true}}},
 			Usage: &thread.Usage{PromptTokens: 10, CompletionTokens: 20}, Error: &thread.RunError{Code: errcode.Unavailable, Message: "down & <out>"},
-			CreatedAt: fixtureTimes[0], FinishedAt: &fin, LastSequence: 99},
+			CreatedAt: Times[0], FinishedAt: &fin, LastSequence: 99},
 	}
 }
