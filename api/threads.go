@@ -226,7 +226,7 @@ func (s *Server) getCheckpoints(c echo.Context) error {
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"models": s.svc.Models().List()})
+	return c.JSON(http.StatusOK, map[string]any{"models": wire.NewModels(s.svc.Models().List())})
 }
 
 // Limits is what GET /api/v1/limits answers: the request limits a client

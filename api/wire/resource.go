@@ -138,3 +138,34 @@ func DomainApprovals(in []Approval) []thread.Approval {
 	}
 	return out
 }
+
+// Imported is what POST /threads/import wrote of one thread.
+type Imported struct {
+	ThreadID uuid.UUID `json:"thread_id"`
+	Title    *string   `json:"title"`
+	Messages int       `json:"messages"`
+}
+
+// NewImported is Imported of each (nil for nil).
+func NewImported(in []thread.Imported) []Imported {
+	if in == nil {
+		return nil
+	}
+	out := make([]Imported, len(in))
+	for i, x := range in {
+		out[i] = Imported(x)
+	}
+	return out
+}
+
+// NewModels is GET /models's list (nil for nil).
+func NewModels(in []thread.ModelInfo) []Model {
+	if in == nil {
+		return nil
+	}
+	out := make([]Model, len(in))
+	for i, m := range in {
+		out[i] = Model(m)
+	}
+	return out
+}
