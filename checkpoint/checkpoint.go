@@ -674,8 +674,7 @@ func sameFields(x, y *Part) bool {
 	case PartImage:
 		return x.Image == y.Image
 	case PartToolCall:
-		return x.ToolCallID == y.ToolCallID && x.ToolName == y.ToolName && x.ArgsText == y.ArgsText &&
-			sameJSON(x.Args, y.Args, "{}") && bytes.Equal(x.Result, y.Result) && (x.Result == nil || x.IsError == y.IsError)
+		return sameToolCall(x, y)
 	case PartData:
 		return x.Name == y.Name && sameJSON(x.Data, y.Data, "null")
 	case PartSource:
@@ -683,10 +682,23 @@ func sameFields(x, y *Part) bool {
 	case PartFile:
 		return x.Filename == y.Filename && x.MimeType == y.MimeType && sameJSON(x.Data, y.Data, "null")
 	}
+	return allFieldsEqual(x, y)
+}
+
+func sameToolCall(x, y *Part) bool {
+	return x.ToolCallID == y.ToolCallID && x.ToolName == y.ToolName && x.ArgsText == y.ArgsText &&
+		sameJSON(x.Args, y.Args, "{}") && bytes.Equal(x.Result, y.Result) && (x.Result == nil || x.IsError == y.IsError)
+}
+
+// allFieldsEqual compares a part of a type this package does not know.
+func allFieldsEqual(x, y *Part) bool {
 	return x.Text == y.Text && x.Image == y.Image && x.ToolCallID == y.ToolCallID && x.ToolName == y.ToolName &&
-		bytes.Equal(x.Args, y.Args) && x.ArgsText == y.ArgsText && bytes.Equal(x.Result, y.Result) && x.IsError == y.IsError &&
-		x.Name == y.Name && bytes.Equal(x.Data, y.Data) && x.SourceType == y.SourceType && x.ID == y.ID && x.URL == y.URL &&
-		x.Title == y.Title && x.Filename == y.Filename && x.MimeType == y.MimeType
+		x.ArgsText == y.ArgsText && x.IsError == y.IsError && x.Name == y.Name && otherFieldsEqual(x, y)
+}
+
+func otherFieldsEqual(x, y *Part) bool {
+	return x.SourceType == y.SourceType && x.ID == y.ID && x.URL == y.URL && x.Title == y.Title && x.Filename == y.Filename &&
+		x.MimeType == y.MimeType && bytes.Equal(x.Args, y.Args) && bytes.Equal(x.Result, y.Result) && bytes.Equal(x.Data, y.Data)
 }
 
 // sameJSON compares two JSON values, an empty one standing for empty.

@@ -92,3 +92,31 @@ func TestContinuedTurnExport(t *testing.T) {
 		t.Fatalf("CollapseTurns: got %d nodes, want 3 with the continuation", len(got))
 	}
 }
+
+// TestPartsEqual: parts are the same content when their type's fields
+// are; an absent JSON value is its type's empty one.
+func TestPartsEqual(t *testing.T) {
+	t.Parallel()
+	text := checkpoint.Part{Type: "text", Text: "a"}
+	call := checkpoint.Part{Type: "tool-call", ToolCallID: "c", ToolName: "n", ArgsText: "{}"}
+	for _, tc := range []struct {
+		name string
+		a, b []checkpoint.Part
+		want bool
+	}{
+		{"same text", []checkpoint.Part{text}, []checkpoint.Part{text}, true},
+		{"other text", []checkpoint.Part{text}, []checkpoint.Part{{Type: "text", Text: "b"}}, false},
+		{"a field text does not hold", []checkpoint.Part{text}, []checkpoint.Part{{Type: "text", Text: "a", Name: "x"}}, true},
+		{"other type", []checkpoint.Part{text}, []checkpoint.Part{{Type: "reasoning", Text: "a"}}, false},
+		{"other length", []checkpoint.Part{text}, []checkpoint.Part{text, text}, false},
+		{"args absent is {}", []checkpoint.Part{call}, []checkpoint.Part{{Type: "tool-call", ToolCallID: "c", ToolName: "n", ArgsText: "{}", Args: json.RawMessage(`{}`)}}, true},
+		{"other result", []checkpoint.Part{{Type: "tool-call", Result: json.RawMessage(`1`)}}, []checkpoint.Part{{Type: "tool-call", Result: json.RawMessage(`2`)}}, false},
+		{"data absent is null", []checkpoint.Part{{Type: "data", Name: "d"}}, []checkpoint.Part{{Type: "data", Name: "d", Data: json.RawMessage(`null`)}}, true},
+		{"unknown type, every field", []checkpoint.Part{{Type: "x", URL: "u"}}, []checkpoint.Part{{Type: "x", URL: "v"}}, false},
+		{"none", nil, []checkpoint.Part{}, true},
+	} {
+		if got := checkpoint.PartsEqual(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: PartsEqual = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
