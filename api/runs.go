@@ -156,7 +156,11 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 	var line []byte // one line buffer: a token's line, most of a stream, allocates nothing
 	err := s.svc.FollowRun(c.Request().Context(), caller(c), run, after, func(ev thread.Event, more bool) error {
 		line = wire.AppendEventLine(line[:0], &ev)
-		if err := o.write(line); err != nil {
+		err := o.write(line)
+		if cap(line) > streamBufSize {
+			line = nil // a snapshot's: not kept for the stream's life
+		}
+		if err != nil {
 			return err
 		}
 		if more {
