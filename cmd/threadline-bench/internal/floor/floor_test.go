@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/stream"
 )
@@ -35,15 +36,7 @@ func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	var text strings.Builder
 	final := ""
 	for sc.Scan() {
-		var ev struct {
-			Type      string `json:"type"`
-			Sequence  int64  `json:"sequence"`
-			Text      string `json:"text"`
-			RunStatus string `json:"run_status"`
-			Messages  []struct {
-				Content []struct{ Text string } `json:"content"`
-			} `json:"messages"`
-		}
+		var ev wire.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
