@@ -38,18 +38,6 @@ type storedPart struct {
 	MimeType string `json:"mimeType,omitempty"`
 }
 
-func (p *storedPart) part() checkpoint.Part {
-	return checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
-		ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data, SourceType: p.SourceType,
-		ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
-}
-
-func storedPartOf(p *checkpoint.Part) storedPart {
-	return storedPart{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
-		ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data, SourceType: p.SourceType,
-		ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
-}
-
 // unmarshalParts decodes stored parts.
 func unmarshalParts(b []byte) ([]checkpoint.Part, error) {
 	var sp []storedPart
@@ -61,7 +49,7 @@ func unmarshalParts(b []byte) ([]checkpoint.Part, error) {
 	}
 	out := make([]checkpoint.Part, len(sp))
 	for i := range sp {
-		out[i] = sp[i].part()
+		out[i] = checkpoint.Part(sp[i])
 	}
 	return out, nil
 }
@@ -72,7 +60,8 @@ func marshalParts(p []checkpoint.Part) []byte {
 	if p == nil {
 		return []byte("null")
 	}
-	b := []byte{'['}
+	var b []byte
+	b = append(b, '[')
 	for i := range p {
 		if i > 0 {
 			b = append(b, ',')
@@ -88,10 +77,11 @@ func marshalParts(p []checkpoint.Part) []byte {
 // and isError once it has a result.
 func appendPart(b []byte, p *checkpoint.Part) []byte {
 	switch p.Type {
-	case checkpoint.PartText, checkpoint.PartReasoning:
-		b = append(b, `{"type":"`...)
-		b = append(b, p.Type...)
-		b = append(b, `","text":`...)
+	case checkpoint.PartText:
+		b = append(b, `{"type":"text","text":`...)
+		return append(appendJSONString(b, p.Text), '}')
+	case checkpoint.PartReasoning:
+		b = append(b, `{"type":"reasoning","text":`...)
 		return append(appendJSONString(b, p.Text), '}')
 	case checkpoint.PartImage:
 		b = append(b, `{"type":"image","image":`...)
@@ -150,7 +140,7 @@ func partShape(p *checkpoint.Part) any {
 			Data     json.RawMessage `json:"data"`
 		}{p.Type, p.Filename, p.MimeType, orNull(p.Data)}
 	}
-	return storedPartOf(p)
+	return (*storedPart)(p)
 }
 
 func orNull(b json.RawMessage) json.RawMessage {
@@ -182,17 +172,16 @@ type storedStatus struct {
 }
 
 func marshalStatus(s *checkpoint.Status) []byte {
-	b, _ := json.Marshal(storedStatus(*s)) // strings: always marshals
+	b, _ := json.Marshal((*storedStatus)(s)) // strings: always marshals
 	return b
 }
 
 func unmarshalStatus(b []byte) (*checkpoint.Status, error) {
-	var s storedStatus
-	if err := json.Unmarshal(b, &s); err != nil {
+	st := new(checkpoint.Status)
+	if err := json.Unmarshal(b, (*storedStatus)(st)); err != nil {
 		return nil, err
 	}
-	st := checkpoint.Status(s)
-	return &st, nil
+	return st, nil
 }
 
 // storedAttachment is a user message's attachment as stored; its content

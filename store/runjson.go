@@ -59,6 +59,10 @@ func marshalRunConfig(c *thread.RunConfig) ([]byte, error) {
 }
 
 func unmarshalRunConfig(b []byte, c *thread.RunConfig) error {
+	if string(b) == "{}" { // most runs': nothing to decode
+		*c = thread.RunConfig{}
+		return nil
+	}
 	var s storedRunConfig
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
@@ -84,29 +88,27 @@ type storedRunError struct {
 }
 
 func marshalUsage(u *thread.Usage) []byte {
-	b, _ := json.Marshal(storedUsage(*u)) // two ints: always marshals
+	b, _ := json.Marshal((*storedUsage)(u)) // two ints: always marshals
 	return b
 }
 
 func unmarshalUsage(b []byte) (*thread.Usage, error) {
-	var s storedUsage
-	if err := json.Unmarshal(b, &s); err != nil {
+	u := new(thread.Usage)
+	if err := json.Unmarshal(b, (*storedUsage)(u)); err != nil {
 		return nil, err
 	}
-	u := thread.Usage(s)
-	return &u, nil
+	return u, nil
 }
 
 func marshalRunError(e *thread.RunError) []byte {
-	b, _ := json.Marshal(storedRunError(*e)) // two strings: always marshals
+	b, _ := json.Marshal((*storedRunError)(e)) // two strings: always marshals
 	return b
 }
 
 func unmarshalRunError(b []byte) (*thread.RunError, error) {
-	var s storedRunError
-	if err := json.Unmarshal(b, &s); err != nil {
+	e := new(thread.RunError)
+	if err := json.Unmarshal(b, (*storedRunError)(e)); err != nil {
 		return nil, err
 	}
-	e := thread.RunError(s)
-	return &e, nil
+	return e, nil
 }

@@ -105,9 +105,7 @@ func partShape(p *checkpoint.Part) any {
 			Data     json.RawMessage `json:"data"`
 		}{p.Type, p.Filename, p.MimeType, thread.OrNull(p.Data)}
 	}
-	return Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
-		ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data, SourceType: p.SourceType,
-		ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
+	return (*Part)(p)
 }
 
 func toolCallShape(p *checkpoint.Part) any {
@@ -265,11 +263,7 @@ func AppendRepository(b []byte, r *checkpoint.Repository) []byte {
 }
 
 // DomainPart is the content part p decodes to.
-func (p *Part) DomainPart() checkpoint.Part {
-	return checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
-		ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data, SourceType: p.SourceType,
-		ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
-}
+func (p *Part) DomainPart() checkpoint.Part { return checkpoint.Part(*p) }
 
 // DomainParts is DomainPart of each (nil for nil).
 func DomainParts(ps []Part) []checkpoint.Part {
