@@ -93,6 +93,8 @@ type Config struct {
 	StreamsPerProcess int
 	// Raw, when set, serves GET …/runs/{run_id}/raw.
 	Raw RawStore
+	// Trace, when set, serves GET …/runs/{run_id}/trace.
+	Trace TraceStore
 	// Transfer, when set, serves a thread's export and the import of
 	// files of threads. MaxImport limits an import's body
 	// (DefaultMaxImport); MaxThreadMessages the messages of one imported
@@ -288,6 +290,9 @@ func (s *Server) routes(v1 *echo.Group, mw []echo.MiddlewareFunc) {
 	v1.GET("/threads/:thread_id/runs/:run_id", s.getRun, mw...)
 	if s.cfg.Raw != nil {
 		v1.GET("/threads/:thread_id/runs/:run_id/raw", s.getRunRaw, mw...)
+	}
+	if s.cfg.Trace != nil {
+		v1.GET("/threads/:thread_id/runs/:run_id/trace", s.getRunTrace, mw...)
 	}
 	s.transferRoutes(v1, mw)
 	v1.GET("/models", s.listModels, mw...)

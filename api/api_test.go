@@ -84,7 +84,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		tcfg.Raw = raw
 	}
 	svc := engine.New(ts, stream.New[thread.Event](256), models, st, tcfg)
-	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping, Raw: st, Transfer: st, Shares: st, Search: st}
+	acfg := api.Config{APIKeys: o.keys, MaxBody: o.maxBody, RateLimit: o.rateLimit, Attachments: st, Ready: st.Ping, Raw: st, Trace: st, Transfer: st, Shares: st, Search: st}
 	if o.api != nil {
 		o.api(&acfg)
 	}

@@ -39,7 +39,7 @@ type openAPIDoc struct {
 // listing routes and serving the OpenAPI document touch neither the thread
 // service nor the attachment store.
 func routeServer() *api.Server {
-	return api.New(nil, api.Config{Attachments: (*store.Store)(nil), Raw: (*store.Store)(nil), Transfer: (*store.Store)(nil), Shares: (*store.Store)(nil), Search: (*store.Store)(nil)})
+	return api.New(nil, api.Config{Attachments: (*store.Store)(nil), Raw: (*store.Store)(nil), Trace: (*store.Store)(nil), Transfer: (*store.Store)(nil), Shares: (*store.Store)(nil), Search: (*store.Store)(nil)})
 }
 
 // servedOpenAPI fetches the document the way a client does.

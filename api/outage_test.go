@@ -66,6 +66,7 @@ func TestOutageEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	srv := api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st})
 	hs := httptest.NewServer(srv)
@@ -144,6 +145,7 @@ func TestOutageRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](16), models, st, engine.Config{})
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	hs := httptest.NewServer(api.New(svc, api.Config{Attachments: st, Ready: st.Ping, Raw: st}))
 	t.Cleanup(hs.Close)

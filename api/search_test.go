@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -28,6 +29,10 @@ type searchPage struct {
 
 func (e *env) search(query string) searchPage {
 	e.t.Helper()
+	// Search is eventually consistent: what was committed is indexed first.
+	if _, err := e.store.SearchIndexPending(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
 	resp, b := e.do("GET", "/api/v1/search?"+query, nil)
 	wantStatus(e.t, resp, b, http.StatusOK, "")
 	var p searchPage

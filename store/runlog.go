@@ -38,7 +38,11 @@ func (s *Store) RunEventsAppend(ctx context.Context, segs []thread.Segment) erro
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlLogLock)
-	b.Queue(sqlLogAppend, data, ids, claims, s.fence.counts(ids))
+	if mIDs, mSeqs := logMarks(segs); len(mIDs) > 0 {
+		b.Queue(sqlLogAppendMarks, data, ids, claims, s.fence.counts(ids), mIDs, mSeqs)
+	} else {
+		b.Queue(sqlLogAppend, data, ids, claims, s.fence.counts(ids))
+	}
 	if s.peers.Load() {
 		// The other processes' followers wake on commit.
 		b.Queue(sqlLogNotify, runPayloads(segs))
@@ -78,6 +82,28 @@ var (
 	ins AS (INSERT INTO run_log (data) SELECT $1::bytea FROM lost WHERE lost.ids IS NULL)
 	SELECT lost.ids, (SELECT gen FROM run_fence) FROM lost`)
 )
+
+// sqlLogAppendMarks is sqlLogAppend that also writes run_marks ($5, $6:
+// run ids and sequences) when the row is written.
+var sqlLogAppendMarks = hot(strings.Replace(sqlLogAppend, "SELECT lost.ids,",
+	`, marks AS (INSERT INTO run_marks (run_id, seq) SELECT m.id, m.seq FROM lost, unnest($5::uuid[], $6::bigint[]) AS m(id, seq)
+		WHERE lost.ids IS NULL ON CONFLICT DO NOTHING)
+	SELECT lost.ids,`, 1))
+
+// logMarks returns the runs and last sequences of the segments that hold
+// a record marking a step's or a tool call's edge (migration 0019): a
+// tool call, a tool result or an error.
+func logMarks(segs []thread.Segment) (ids []uuid.UUID, seqs []int64) {
+	for _, sg := range segs {
+		for i := range sg.Records {
+			if k := sg.Records[i].Kind; k == thread.KindToolCall || k == thread.KindToolResult || k == thread.KindError {
+				ids, seqs = append(ids, sg.RunID), append(seqs, sg.Records[len(sg.Records)-1].Seq)
+				break
+			}
+		}
+	}
+	return ids, seqs
+}
 
 // readLogBatch reads the answers of a log append's batch of n statements
 // (the lock, the append, any wake-ups) and closes it.

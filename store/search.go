@@ -1,7 +1,8 @@
 package store
 
-// Search over every checkpoint of a caller's threads: the tsvector column
-// of migration 0014 and the trigram index of code-like words of 0016.
+// Search over every checkpoint of a caller's threads: the full-text and
+// trigram indexes of checkpoint_search (migration 0017), which the search
+// indexer (searchindex.go) fills after each commit.
 
 import (
 	"context"
@@ -160,10 +161,13 @@ func tsqueryExpr(t searchTerms, a *sqlArgs) string {
 	return "(" + strings.Join(tsq, " && ") + ")"
 }
 
-// searchSQL builds the query of q for caller. ranked > 0 ranks only the
-// first ranked matches found going through the caller's threads from the
-// most recently active, each thread's newest message first (for a common
-// query, see MessageSearch); 0 ranks every match.
+// searchSQL builds the query of q for caller over checkpoint_search
+// (migration 0017), which holds the caller, role and time of each
+// indexed checkpoint: the filters are read there, and the checkpoints and
+// threads are read only for the page's rows (snippet and title). ranked >
+// 0 ranks only the first ranked matches found going through the caller's
+// threads from the most recently active, each thread's newest message
+// first (for a common query, see MessageSearch); 0 ranks every match.
 func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, bool) {
 	t := parseSearch(q.Text)
 	var a sqlArgs
@@ -173,8 +177,8 @@ func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, 
 	if !words {
 		tsqExpr = "''::tsquery"
 	}
-	match := "c.search_tsv @@ " + tsqExpr
-	score := "ts_rank(c.search_tsv, " + tsqExpr + ", 1)"
+	match := "c.tsv @@ " + tsqExpr
+	score := "ts_rank(c.tsv, " + tsqExpr + ", 1)"
 	substrArg := "''"
 	if t.substr != "" {
 		// A word match ranks above any substring match; the substring is
@@ -182,21 +186,21 @@ func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, 
 		// message's text for every hit of a common word).
 		substrArg = a.add(t.substr)
 		pat := a.add("%" + likeEscape(t.substr) + "%")
-		// checkpoint_code_text (migration 0016) holds every code-like
-		// word, so every place a code-like query is a substring of.
-		like := "checkpoint_code_text(c.content) ILIKE " + pat
+		// code holds every code-like word (search_code_text), so every
+		// place a code-like query is a substring of.
+		like := "c.code ILIKE " + pat
 		score = "CASE WHEN " + match + " THEN " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " + " + score +
 			" ELSE " + strconv.FormatFloat(substringScore, 'f', -1, 64) + " END"
 		match = "(" + match + " OR " + like + ")"
 	}
-	// The caller's threads are read first, as one array: the checkpoints
-	// are then one bitmap scan of the thread index ANDed with the search
-	// indexes, each index read once whatever the number of threads.
 	threads := "SELECT id FROM threads WHERE caller = " + callerArg
+	// The caller leads both search indexes: each is read for the caller's
+	// entries only.
+	where := []string{match, "c.caller = " + callerArg}
 	if q.Title != "" {
 		threads += " AND title ILIKE " + a.add("%"+likeEscape(q.Title)+"%")
+		where = append(where, "c.thread_id = ANY (ARRAY("+threads+"))")
 	}
-	where := []string{match}
 	if !q.From.IsZero() {
 		where = append(where, "c.created_at >= "+a.add(q.From.UTC()))
 	}
@@ -206,15 +210,17 @@ func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, 
 	if q.Role != "" {
 		where = append(where, "c.role = "+a.add(q.Role))
 	}
-	from := "checkpoints c WHERE c.thread_id = ANY (ARRAY(" + threads + ")) AND " + strings.Join(where, " AND ")
+	from := "checkpoint_search c WHERE " + strings.Join(where, " AND ")
 	if ranked > 0 && t.substr == "" {
 		// The threads newest first and each one's messages newest first,
 		// until ranked matches: the match is a filter here (IS TRUE keeps
 		// the planner off the full-text index, which would be read again
 		// for every thread), so only the messages up to the last match
 		// ranked are read.
-		where[0] = "(" + match + ") IS TRUE"
-		from = "(SELECT c.* FROM (" + threads + " ORDER BY updated_at DESC) t CROSS JOIN LATERAL (SELECT c.* FROM checkpoints c WHERE c.thread_id = t.id AND " +
+		// The threads are the caller's already: the caller is not asked
+		// for again, which would read its index entries for each thread.
+		where[0], where[1] = "("+match+") IS TRUE", "c.thread_id = t.id"
+		from = "(SELECT c.* FROM (" + threads + " ORDER BY updated_at DESC) t CROSS JOIN LATERAL (SELECT c.* FROM checkpoint_search c WHERE " +
 			strings.Join(where, " AND ") + " ORDER BY c.seq DESC) c LIMIT " + a.add(ranked) + ") c"
 	}
 	keyset := "true"
@@ -233,11 +239,12 @@ func searchSQL(caller string, q thread.SearchQuery, ranked int) (string, []any, 
 	}
 	sql := `SELECT p.thread_id, t.title, p.id, p.role, p.created_at, p.score, ` + headline + `, ` + window + `
 	FROM (SELECT s.* FROM (
-		SELECT c.thread_id, c.id, c.role, c.created_at, c.content, (` + score + `)::real AS score
+		SELECT c.thread_id, c.checkpoint_id AS id, c.role, c.created_at, (` + score + `)::real AS score
 		FROM ` + from + `
 	) s WHERE ` + keyset + ` ORDER BY s.score DESC, s.created_at DESC, s.id DESC LIMIT ` + limit + `) p
-	JOIN threads t ON t.id = p.thread_id AND t.caller = ` + callerArg + `,
-	LATERAL (SELECT checkpoint_search_text(p.content) AS doc) d
+	JOIN threads t ON t.id = p.thread_id AND t.caller = ` + callerArg + `
+	JOIN checkpoints k ON k.thread_id = p.thread_id AND k.id = p.id,
+	LATERAL (SELECT checkpoint_search_text(k.content) AS doc) d
 	ORDER BY p.score DESC, p.created_at DESC, p.id DESC`
 	return sql, a, words || t.substr != ""
 }
@@ -257,8 +264,8 @@ func (s *Store) searchRanked(ctx context.Context, q thread.SearchQuery) (int, er
 	b := &pgx.Batch{}
 	var rows float64
 	var plan string
-	b.Queue(`SELECT reltuples FROM pg_class WHERE oid = 'checkpoints'::regclass`).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
-	b.Queue(`EXPLAIN (FORMAT JSON) SELECT 1 FROM checkpoints c WHERE c.search_tsv @@ `+expr, a...).QueryRow(func(r pgx.Row) error { return r.Scan(&plan) })
+	b.Queue(`SELECT reltuples FROM pg_class WHERE oid = 'checkpoint_search'::regclass`).QueryRow(func(r pgx.Row) error { return r.Scan(&rows) })
+	b.Queue(`EXPLAIN (FORMAT JSON) SELECT 1 FROM checkpoint_search c WHERE c.tsv @@ `+expr, a...).QueryRow(func(r pgx.Row) error { return r.Scan(&plan) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("estimate: %w", err)
 	}
@@ -290,7 +297,10 @@ func (s *Store) MessageSearch(ctx context.Context, caller string, q thread.Searc
 	if !ok {
 		return nil, errcode.New(errcode.Invalid, "q has no words to search for")
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
+	// An unnamed statement: planned for these arguments each time. A
+	// cached statement would move to a generic plan after five runs,
+	// blind to how common the words are and whose threads are read.
+	rows, err := s.pool.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", interpretError(err))
 	}

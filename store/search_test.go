@@ -57,6 +57,11 @@ func (f *searchFixture) search(t *testing.T, caller string, q thread.SearchQuery
 	if q.Limit == 0 {
 		q.Limit = 50
 	}
+	// Everything appended so far is indexed first: search is eventually
+	// consistent (see TestSearchIndexer for the indexer itself).
+	if _, err := f.s.SearchIndexPending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	hits, err := f.s.MessageSearch(context.Background(), caller, q)
 	if err != nil {
 		t.Fatalf("search %q: %v", q.Text, err)

@@ -112,10 +112,6 @@ type Run struct {
 	FinishedAt *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
-	// Local is what the process that started the run keeps on the value
-	// StartRun returned, for that caller alone (the engine's subscription
-	// made before the run's first event); nil on runs read from a store.
-	Local any
 }
 
 // Record kinds in the event log.

@@ -380,6 +380,8 @@ type Program struct {
 	traces  *tracing
 	// notifier is the process's LISTEN and presence connection.
 	notifier *store.Notifier
+	// indexer moves committed messages into the search index.
+	indexer *store.SearchIndexer
 }
 
 // The tool registry is what agent runs call.
@@ -480,7 +482,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
-		Tools: tools, Raw: st, Shares: st, Search: st,
+		Tools: tools, Raw: st, Trace: st, Shares: st, Search: st,
 		Transfer: st, MaxImport: cfg.MaxImport, MaxThreadMessages: importMessages(cfg.MessagesPerThread),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -512,6 +514,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		p.raw = rawW
 	}
 	p.notifier = notifier
+	p.indexer = st.NewSearchIndexer(store.SearchIndexerConfig{Logger: log})
+	p.indexer.Start()
 	svc.Start() // leases, recovery, other processes' changes; Shutdown stops them
 	go func() { p.serveCh <- p.http.Serve(ln) }()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "auth", len(cfg.APIKeys) > 0, "lease", cfg.RunLease.String())
@@ -593,6 +597,7 @@ func (p *Program) Close() error {
 	defer hcancel()
 	err := errors.Join(p.traces.shutdown(hctx), p.http.Shutdown(hctx)) // the runs' spans have ended
 	p.notifier.Stop()
+	p.indexer.Stop()
 	p.store.Close()
 	if p.profile != nil {
 		pprof.StopCPUProfile()

@@ -21,6 +21,7 @@ import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
 import { ShareButton, ShareScope } from "./ShareAction";
 import { ForkButton } from "./ForkAction";
+import { TraceButton } from "./TraceView";
 
 export type Notice = { code: string; message: string; retry?: boolean } | null;
 
@@ -293,6 +294,7 @@ const AssistantMessage: FC = () => (
           <ForkButton />
         </ActionBar>
         <ReplyDetails />
+        <TraceButton />
       </div>
     </ShareScope>
   </MessagePrimitive.Root>

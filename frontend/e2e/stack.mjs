@@ -53,10 +53,21 @@ export function buildAll({ next = true } = {}) {
   mkdirSync(dirname(serviceBin), { recursive: true });
   log("go build ./cmd/threadline");
   run("go", ["build", "-o", serviceBin, "./cmd/threadline"], { cwd: repo, stdio: ["ignore", "inherit", "inherit"] });
+  buildAcpAgent();
   if (next && (!process.env.E2E_SKIP_BUILD || !existsSync(join(frontend, ".next", "BUILD_ID")))) {
     log("next build");
     run(process.execPath, [nextBin, "build"], { cwd: frontend, env: nextEnv(), stdio: ["ignore", "inherit", "inherit"] });
   }
+}
+
+/** The ACP SDK's own example agent (an agent no one here wrote), for acp.test.mjs. */
+export const acpAgentBin = join(frontend, "node_modules", ".cache", "threadline-e2e", "acp-example-agent");
+
+/** go build of the ACP SDK's example agent (from the module cache, as model/acp's tests do). */
+export function buildAcpAgent() {
+  mkdirSync(dirname(acpAgentBin), { recursive: true });
+  log("go build github.com/coder/acp-go-sdk/example/agent");
+  run("go", ["build", "-o", acpAgentBin, "github.com/coder/acp-go-sdk/example/agent"], { cwd: repo, stdio: ["ignore", "inherit", "inherit"] });
 }
 
 function freePort() {

@@ -74,6 +74,7 @@ func setup(t *testing.T, modes ...string) *fixture {
 	}
 	f.reg = newRegistry(t, agents, nil)
 	f.svc = engine.New(threadtest.New(), stream.New[thread.Event](256), f.reg, nil, engine.Config{StartLinger: -1, Raw: f.raw})
+	f.svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -435,6 +436,7 @@ func TestSDKExampleAgent(t *testing.T) {
 	reg := newRegistry(t, map[string]acp.AgentConfig{"example": {Command: bin, Cwd: dir, Timeout: acp.Duration(10 * time.Second)}}, nil)
 	raw := &rawSink{recs: map[uuid.UUID][]rawRec{}}
 	svc := engine.New(threadtest.New(), stream.New[thread.Event](256), reg, nil, engine.Config{StartLinger: -1, Raw: raw})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -488,6 +490,7 @@ func TestMCPServersHandedOver(t *testing.T) {
 	reg := newRegistry(t, map[string]acp.AgentConfig{"all": {Command: os.Args[0], Cwd: dir,
 		Env: map[string]string{"ACPTEST_MODE": "all", "ACPTEST_PIDFILE": pid}}}, map[string]string{"THREADLINE_MCP_CONFIG": mcpFile})
 	svc := engine.New(threadtest.New(), stream.New[thread.Event](64), reg, nil, engine.Config{StartLinger: -1})
+	svc.Start()
 	t.Cleanup(func() { svc.Shutdown(context.Background()); reg.Stop() })
 	f := &fixture{svc: svc}
 	r, evs := f.run(t, uuid.New(), ask("all", "hi"))
@@ -588,6 +591,7 @@ func TestPermissionTimeout(t *testing.T) {
 	reg := newRegistry(t, map[string]acp.AgentConfig{"perm": {Command: os.Args[0], Cwd: dir, PermissionTimeout: acp.Duration(300 * time.Millisecond),
 		Env: map[string]string{"ACPTEST_MODE": "perm", "ACPTEST_PIDFILE": pid}}}, nil)
 	svc := engine.New(threadtest.New(), stream.New[thread.Event](64), reg, nil, engine.Config{StartLinger: -1})
+	svc.Start()
 	t.Cleanup(func() { svc.Shutdown(context.Background()); reg.Stop() })
 	f := &fixture{svc: svc}
 	tid := uuid.New()

@@ -54,6 +54,7 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		}
 		reg := registryAt(b, path)
 		svc := engine.New(threadtest.New(), stream.New[thread.Event](4096), reg, nil, engine.Config{StartLinger: -1})
+		svc.Start()
 		defer func() { svc.Shutdown(context.Background()); reg.Stop() }()
 		b.ResetTimer()
 		r, _, err := svc.StartRun(context.Background(), "local", uuid.New(), ask("bench", "go"))

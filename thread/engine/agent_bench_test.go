@@ -81,6 +81,7 @@ func BenchmarkAgentSteps(b *testing.B) {
 	}
 	svc := engine.New(st, stream.New[thread.Event](1024), models{m: m}, st,
 		engine.Config{Tools: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc.Start()
 	b.Cleanup(func() { svc.Shutdown(context.Background()) })
 	var overhead []time.Duration
 	var tokens int

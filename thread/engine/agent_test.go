@@ -365,6 +365,7 @@ func TestAgentTurnCountsInBudget(t *testing.T) {
 	st := threadtest.New()
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: m, budget: 1000}, nil,
 		engine.Config{StartLinger: -1, Tools: registry(t, big)})
+	svc.Start()
 	t.Cleanup(func() { svc.Shutdown(context.Background()) })
 	tid, r1, _ := runAgent(t, svc, "first", thread.RunConfig{})
 	r2, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("second"), ParentID: r1.MessageID})

@@ -63,6 +63,7 @@ func benchService(b *testing.B, tokens int) (*engine.Service, *delays) {
 	d := &delays{}
 	svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{model.NewBuiltin(tokens, 0)}, st,
 		engine.Config{OnPublish: d.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc.Start()
 	shutdownAtCleanup(b, svc)
 	return svc, d
 }

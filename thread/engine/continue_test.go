@@ -251,6 +251,7 @@ func TestAgentRecoveryOnPostgres(t *testing.T) {
 	<-started
 	rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	engine.StartWriters(rec) // this test drives recovery by hand
 	shutdownAtCleanup(t, rec)
 	if n := rec.Recover(context.Background()); n != 1 {
 		t.Fatalf("Recover: got %d, want 1", n)

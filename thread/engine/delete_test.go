@@ -25,6 +25,7 @@ func TestDeleteEndsStreams(t *testing.T) {
 			m := newStepper()
 			svc, st, _ := fakeSetup(t, m, engine.Config{})
 			other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+			other.Start()
 			shutdownAtCleanup(t, other)
 			tid, r := startOn(t, svc)
 			own, ownDone := live(svc, r)

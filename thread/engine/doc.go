@@ -16,11 +16,18 @@
 // that hands other processes' changes to the service). The RawWriter
 // (raw.go) keeps runs' raw provider and tool records off the model loop.
 //
-// The Service's own loops (lease renewal, recovery and the log's purge;
-// the watch of other processes' changes) are owned the same way: Start
-// starts them, Stop and Shutdown stop them and wait.
+// The Service is a façade over jobs that own their data, each an
+// internal package whose struct receives its dependencies as fields (no
+// pointer back to the Service) and is tested alone on the fake store:
+// starter (a run's start: the fork, a continuation, a retried message id,
+// the limits, the model request), runner (running a run: the turn and
+// the agent loop, the log writer side of the group commit, the end and
+// its retries, lease renewal and recovery; its Registry holds the runs
+// this process owns) and follow (following a run: live, replay, relay),
+// over the tree cache (trees) and runlog (a log record's event).
 //
-// The Service's own state is two small structures with a lock each: the
-// tree cache (cache.go) and the registry of the runs this process owns
-// (registry.go).
+// New starts nothing: Start starts every loop (the writers, the lease
+// loop, the relay, the watch of other processes' changes), Stop stops
+// the lease loop and the watch, and Shutdown drains the runs and stops
+// everything, waiting for it.
 package engine

@@ -25,6 +25,9 @@ import (
 type fakeFaults struct {
 	appends, ends atomic.Int64
 	endFailed     chan struct{}
+	// also, when set, fails first (set while the service runs: its loops
+	// read the store).
+	also atomic.Pointer[func(op string) error]
 }
 
 func fakeSetup(t *testing.T, m thread.Model, cfg engine.Config) (*engine.Service, *threadtest.Store, *fakeFaults) {
@@ -32,6 +35,11 @@ func fakeSetup(t *testing.T, m thread.Model, cfg engine.Config) (*engine.Service
 	st := threadtest.New()
 	ff := &fakeFaults{endFailed: make(chan struct{}, 64)}
 	st.Fail = func(op string) error {
+		if also := ff.also.Load(); also != nil {
+			if err := (*also)(op); err != nil {
+				return err
+			}
+		}
 		switch op {
 		case "RunEventsAppend":
 			if fail(&ff.appends, nil) {
@@ -49,6 +57,7 @@ func fakeSetup(t *testing.T, m thread.Model, cfg engine.Config) (*engine.Service
 		cfg.RetryMin, cfg.RetryMax = time.Millisecond, 10*time.Millisecond
 	}
 	svc := engine.New(st, stream.New[thread.Event](256), models{m: m}, nil, cfg)
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	return svc, st, ff
 }
@@ -68,6 +77,7 @@ func shutdownAtCleanup(t testing.TB, svc *engine.Service) {
 func recoverer(t *testing.T, st thread.Store) *engine.Service {
 	svc := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	engine.StartWriters(svc) // this test drives recovery by hand
 	shutdownAtCleanup(t, svc)
 	return svc
 }
@@ -75,6 +85,7 @@ func recoverer(t *testing.T, st thread.Store) *engine.Service {
 func replay(t *testing.T, st thread.Store, tid, runID uuid.UUID) []thread.Event {
 	t.Helper()
 	other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+	other.Start()
 	shutdownAtCleanup(t, other)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -113,6 +113,7 @@ func faultSetup(t *testing.T, fs *faultStore, m thread.Model, cfg engine.Config)
 		cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	}
 	svc := engine.New(fs, stream.New[thread.Event](256), models{m: m}, fs.Store, cfg)
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	return svc
 }
@@ -166,6 +167,7 @@ func rest(t *testing.T, evs <-chan thread.Event, done <-chan error) []thread.Eve
 func stored(t *testing.T, fs *faultStore, tid, runID uuid.UUID) []thread.Event {
 	t.Helper()
 	other := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store, engine.Config{})
+	other.Start()
 	shutdownAtCleanup(t, other)
 	var out []thread.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -339,6 +341,7 @@ func TestUnwritableEndIsReleased(t *testing.T) {
 	// Recovery (here, a process whose clock is past the lease) ends it.
 	rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 		engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	engine.StartWriters(rec) // this test drives recovery by hand
 	shutdownAtCleanup(t, rec)
 	if n := rec.Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d runs, want 1", n)
@@ -425,6 +428,7 @@ func TestFencedOwnerStops(t *testing.T) {
 			next(t, evs)
 			rec := engine.New(fs.Store, stream.New[thread.Event](16), models{m: &recorder{}}, fs.Store,
 				engine.Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+			engine.StartWriters(rec) // this test drives recovery by hand
 			shutdownAtCleanup(t, rec)
 			if n := rec.Recover(ctx); n != 1 {
 				t.Fatalf("Recover: got %d runs, want 1", n)
@@ -459,6 +463,7 @@ func TestShutdownRefusesLateRuns(t *testing.T) {
 	for i := range 8 {
 		m := newStepper() // runs until cancelled
 		svc := engine.New(fs, stream.New[thread.Event](64), models{m: m}, fs.Store, engine.Config{StartLinger: -1})
+		svc.Start()
 		var wg sync.WaitGroup
 		var started atomic.Int64
 		for range 4 {
@@ -514,6 +519,7 @@ func TestShutdownCancelsTitleAtGrace(t *testing.T) {
 	tb := &titleBlocker{called: make(chan struct{}), cancelled: make(chan struct{})}
 	svc := engine.New(fs, stream.New[thread.Event](64), titleModels{models{m: &recorder{}}, tb}, fs.Store,
 		engine.Config{TitleModel: "title", StartLinger: -1})
+	svc.Start()
 	run(t, svc, uuid.New(), thread.RunRequest{Message: msg("q")})
 	<-tb.called
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

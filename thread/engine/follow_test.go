@@ -23,22 +23,23 @@ import (
 func TestFollowerWaitsOutOutage(t *testing.T) {
 	t.Parallel()
 	m := newStepper()
-	svc, st, _ := fakeSetup(t, m, engine.Config{})
+	svc, st, ff := fakeSetup(t, m, engine.Config{})
 	tid, r := startOn(t, svc)
 	own, ownDone := live(svc, r)
 	next(t, own)
 	var down atomic.Bool
 	failed := make(chan struct{}, 1024)
-	fail := st.Fail
-	st.Fail = func(op string) error {
+	also := func(op string) error {
 		if down.Load() && (op == "RunEventsAfter" || op == "RunGet") {
 			failed <- struct{}{}
 			return errcode.New(errcode.Unavailable, "injected: the database is unavailable")
 		}
-		return fail(op)
+		return nil
 	}
+	ff.also.Store(&also)
 	other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil,
 		engine.Config{RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond})
+	other.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -117,6 +118,7 @@ func TestResetReadsLostCancel(t *testing.T) {
 			m.toks <- "before"
 			next(t, evs)
 			other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+			other.Start()
 			shutdownAtCleanup(t, other)
 			var err error
 			if what == "cancel" {
@@ -169,6 +171,7 @@ func TestShutdownEndsForeignFollowers(t *testing.T) {
 	own, ownDone := live(svc, r)
 	next(t, own)
 	other := engine.New(st, stream.New[thread.Event](16), models{m: &recorder{}}, nil, engine.Config{})
+	other.Start()
 	followed, followDone := followOn(context.Background(), other, tid, r.ID, nil)
 	first := next(t, followed)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

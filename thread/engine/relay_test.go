@@ -147,11 +147,21 @@ const relayBound = 10 * time.Second
 // with wake-ups, on one store.
 func relaySetup(t *testing.T, m thread.Model, follower engine.Config) (owner, other *engine.Service, st *wakingStore, w *fakeWakeups) {
 	t.Helper()
+	return relaySetupFail(t, m, follower, nil)
+}
+
+// relaySetupFail is relaySetup on a store that fails as fail says (set
+// before the services start: their loops read the store at once).
+func relaySetupFail(t *testing.T, m thread.Model, follower engine.Config, fail func(op string) error) (owner, other *engine.Service, st *wakingStore, w *fakeWakeups) {
+	t.Helper()
 	w = &fakeWakeups{runs: map[uuid.UUID]map[*fakeWake]struct{}{}}
 	st = &wakingStore{Store: threadtest.New(), w: w, reads: map[uuid.UUID]int{}}
+	st.Fail = fail
 	owner = engine.New(st, stream.New[thread.Event](256), models{m: m}, nil, engine.Config{StartLinger: -1})
+	owner.Start()
 	follower.Wakeups = w
 	other = engine.New(st, stream.New[thread.Event](256), models{m: &recorder{}}, nil, follower)
+	other.Start()
 	for _, svc := range []*engine.Service{owner, other} {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -332,16 +342,16 @@ func TestRelayThreadDeleted(t *testing.T) {
 func TestRelayReadRetried(t *testing.T) {
 	t.Parallel()
 	m := newStepper()
-	owner, other, st, _ := relaySetup(t, m, engine.Config{RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	var failures atomic.Int64
 	failed := make(chan struct{}, 16)
-	st.Fail = func(op string) error {
+	fail := func(op string) error {
 		if op == "RunEventsAfter" && failures.Add(-1) >= 0 {
 			failed <- struct{}{}
 			return errInjected
 		}
 		return nil
 	}
+	owner, other, st, _ := relaySetupFail(t, m, engine.Config{RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond}, fail)
 	tid, r := startOn(t, owner)
 	evs, done := followOn(context.Background(), other, tid, r.ID, nil)
 	seen := []thread.Event{next(t, evs)}

@@ -12,28 +12,13 @@ import (
 // log: a running run's LastSequence may be lower than its log's end (see
 // GetRun). not_found for unknown runs or foreign threads.
 func (s *Service) FindRun(ctx context.Context, caller string, threadID, runID uuid.UUID) (*thread.Run, error) {
-	if r := s.localFind(caller, threadID, runID); r != nil {
+	if r := s.active.Find(caller, threadID, runID); r != nil {
 		return r, nil
 	}
 	if _, err := s.store.ThreadGet(ctx, caller, threadID); err != nil {
 		return nil, err
 	}
 	return s.store.RunGet(ctx, threadID, runID)
-}
-
-// localFind answers FindRun from memory for a run this process runs, of
-// the caller's thread, while its start is durable and its end is not yet:
-// the store would say the same (running), and a rejoin or a cancel then
-// costs no read. Before the start commits and once the end has, the store
-// answers.
-func (s *Service) localFind(caller string, threadID, runID uuid.UUID) *thread.Run {
-	ar := s.active.get(runID)
-	if ar == nil || ar.run.ThreadID != threadID || ar.thread.Caller != caller || !ar.log.Live() {
-		return nil
-	}
-	r := *ar.run
-	r.Local = nil // the StartRun caller's to claim
-	return &r
 }
 
 // GetRun returns the run with its last durable sequence; not_found for
@@ -45,7 +30,7 @@ func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uui
 	}
 	// The store counts a running run's group commits only when it reads
 	// its log.
-	recs, _, err := s.logged(ctx, runID, r.LastSequence)
+	recs, _, err := s.followers.Logged(ctx, runID, r.LastSequence)
 	if err != nil {
 		return nil, err
 	}
@@ -53,50 +38,6 @@ func (s *Service) GetRun(ctx context.Context, caller string, threadID, runID uui
 		r.LastSequence = recs[n-1].Seq
 	}
 	return r, nil
-}
-
-// Where logged found a run's records.
-type logSource int
-
-const (
-	logStored logSource = iota // the store: the run is not running here
-	logLive                    // this process's memory: the run goes on
-	logEnded                   // this process's memory: the whole log
-)
-
-// logged returns the run's durable records after sequence after: from
-// memory while this process runs it (a rejoin then reads nothing from the
-// database), else from the store.
-func (s *Service) logged(ctx context.Context, runID uuid.UUID, after int64) ([]thread.Record, logSource, error) {
-	if recs, src, ok := s.localLog(runID, after); ok {
-		return recs, src, nil
-	}
-	recs, err := s.store.RunEventsAfter(ctx, runID, after)
-	return recs, logStored, err
-}
-
-// localLog returns the records after sequence after of a run this process
-// runs (ok false when it runs no such run).
-func (s *Service) localLog(runID uuid.UUID, after int64) (recs []thread.Record, src logSource, ok bool) {
-	ar := s.active.get(runID)
-	if ar == nil {
-		return nil, logStored, false
-	}
-	recs, ended := ar.log.After(after)
-	if ended {
-		return recs, logEnded, true
-	}
-	return recs, logLive, true
-}
-
-// loggedPage is logged with the store's answer cut to a page of
-// Limits.LogPageBytes; more says the store holds more after it.
-func (s *Service) loggedPage(ctx context.Context, runID uuid.UUID, after int64) (recs []thread.Record, src logSource, more bool, err error) {
-	if recs, src, ok := s.localLog(runID, after); ok {
-		return recs, src, false, nil // this process's memory: nothing is copied
-	}
-	recs, more, err = s.store.RunEventsPage(ctx, runID, after, s.cfg.Limits.LogPageBytes)
-	return recs, logStored, more, err
 }
 
 // CancelRun stops a run, here or in the process that owns it. Cancelling a
@@ -109,15 +50,15 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 	if r.Status.Done() {
 		return nil
 	}
-	if ar := s.local(runID); ar != nil {
-		if ar.cancel(thread.RunCancelled) {
+	if ar := s.active.Get(runID); ar != nil {
+		if ar.Cancel(thread.RunCancelled) {
 			return nil
 		}
 		// Its model is done and its end is being written (retried while
 		// the database is away): answer once it is settled, so that the
 		// caller's next read sees the run ended.
 		select {
-		case <-ar.done:
+		case <-ar.Done():
 			return nil
 		case <-ctx.Done():
 			return errcode.New(errcode.Unavailable, "run %s has ended and its end is being written; retry", runID)
@@ -127,16 +68,4 @@ func (s *Service) CancelRun(ctx context.Context, caller string, threadID, runID 
 		return err
 	}
 	return nil
-}
-
-// local returns the run if this process runs it, else nil.
-func (s *Service) local(runID uuid.UUID) *activeRun {
-	return s.active.get(runID)
-}
-
-// cancelLocal cancels the run if this process runs it.
-func (s *Service) cancelLocal(runID uuid.UUID, why thread.RunStatus) {
-	if ar := s.local(runID); ar != nil {
-		ar.cancel(why)
-	}
 }

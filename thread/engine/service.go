@@ -1,16 +1,20 @@
 package engine
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/threadline/threadline/thread/engine/internal/starter"
+
+	"github.com/threadline/threadline/thread/engine/internal/runner"
+
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/engine/internal/batch"
+	"github.com/threadline/threadline/thread/engine/internal/follow"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
+	"github.com/threadline/threadline/thread/engine/internal/trees"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -52,92 +56,98 @@ type Config struct {
 	// Raw, when set, keeps what runs' providers and tools exchanged.
 	Raw thread.RawSink
 	// Wakeups, when set, brings other processes' writes here within
-	// milliseconds (see Watch); nil: followers poll (wake.go).
+	// milliseconds (see Watch); nil: followers poll.
 	Wakeups thread.Wakeups
 	// RelayBuffer is how many batches a follower of another process's run
 	// may fall behind that run's reader in this process before it is
-	// dropped and reads the log itself (1024; relay.go).
+	// dropped and reads the log itself (1024; see internal/follow).
 	RelayBuffer int
-	// Tracer, when set, records every run as OpenTelemetry spans (trace.go);
+	// Tracer, when set, records every run as OpenTelemetry spans (internal/runner);
 	// nil: the noop tracer, which records nothing.
 	Tracer trace.Tracer
 }
 
-// Service is the thread and run API over a Store, a Hub and Models.
+// Service is the thread and run API over a Store, a Hub and Models: a
+// façade over the starter (starting runs, internal/starter), the runner
+// (running them, internal/runner) and the follower (following them,
+// internal/follow), which share the tree cache and the registry of this
+// process's runs.
 type Service struct {
-	store   thread.Store
-	hub     thread.Hub
-	models  thread.Models
-	atts    thread.Attachments
-	cfg     Config
-	log     *slog.Logger
-	commits *committer
-	relay   *relay.Relay[thread.Event]
-	starts  *batch.Batcher[startReq]
-	ends    *batch.Batcher[thread.RunFinish]
+	store  thread.Store
+	hub    thread.Hub
+	models thread.Models
+	atts   thread.Attachments
+	cfg    Config
+	log    *slog.Logger
 
-	// abandonCtx ends when Shutdown's grace does: title calls stop and
-	// failed end writes are no longer retried.
-	abandonCtx context.Context
-	abandonNow context.CancelFunc
+	trees  *trees.Cache     // the threads' checkpoint trees
+	active *runner.Registry // the runs this process owns
+	runner *runner.Runner   // runs them
+	// starter starts runs on the runner.
+	starter *starter.Starter
+	relay   *relay.Relay[thread.Event]
+	// followers follows runs, this process's and others'.
+	followers *follow.Follower
+
 	// drained closes once Shutdown has ended every run of this process:
 	// followers still open then follow other processes' runs, and end.
 	drained   chan struct{}
 	drainOnce sync.Once
 
-	trees  *treeCache // the threads' checkpoint trees
-	active *registry  // the runs this process owns
-
-	leases  lifecycle.Lifecycle // renewal, recovery and the log's purge (leaseLoop)
 	watcher lifecycle.Lifecycle // other processes' changes (watchLoop)
 }
 
-// New returns a Service with its writers started. Call Start to start
-// lease renewal, recovery and the watch of other processes' changes, and
-// Shutdown to stop.
+// New returns a Service; it starts nothing. Call Start before the first
+// run (it starts the writers, lease renewal and recovery, the relay and
+// the watch of other processes' changes) and Shutdown to stop.
 func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.Attachments, cfg Config) *Service {
-	if cfg.Owner == "" {
-		cfg.Owner = uuid.NewString()
-	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 15 * time.Second
-	}
-	if cfg.TreeCache <= 0 {
-		cfg.TreeCache = 1024
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.StartLinger == 0 {
-		cfg.StartLinger = 2 * time.Millisecond
-	}
-	if cfg.RetryMin <= 0 {
-		cfg.RetryMin = 50 * time.Millisecond
-	}
-	if cfg.RetryMax < cfg.RetryMin {
-		cfg.RetryMax = max(2*time.Second, cfg.RetryMin)
-	}
-	if cfg.RelayBuffer <= 0 {
-		cfg.RelayBuffer = 1024
-	}
-	cfg.Limits.defaults()
+	cfg.defaults()
 	s := &Service{store: store, hub: hub, models: models, atts: atts, cfg: cfg, log: cfg.Logger,
-		trees: newTreeCache(cfg.TreeCache), active: newRegistry()}
-	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
-	s.drained = make(chan struct{})
-	s.commits = newCommitter(s)
-	s.relay = newRelay(s)
-	s.starts = newStarts(store)
-	s.ends = newEnds(store)
-	// Shutdown stops them once the runs have ended.
-	s.commits.Start()
-	s.starts.Start()
-	s.ends.Start()
-	s.relay.Start()
+		trees: trees.New(store, cfg.TreeCache), active: runner.NewRegistry(), drained: make(chan struct{})}
+	s.runner = runner.New(store, hub, models, s.trees, s.active, s.log, runner.Config{
+		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, OnPublish: cfg.OnPublish, OnRunEnd: cfg.OnRunEnd,
+		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
+		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer})
+	s.starter = starter.New(store, hub, models, atts, s.trees, s.active, s.runner, starter.Config{
+		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, Limits: starter.Limits{
+			RunsPerCaller: cfg.Limits.RunsPerCaller, RunsPerProcess: cfg.Limits.RunsPerProcess,
+			MessagesPerThread: cfg.Limits.MessagesPerThread, InlineBytes: cfg.Limits.InlineBytes}})
+	s.relay = follow.NewRelay(cfg.RelayBuffer, cfg.Wakeups, cfg.RetryMin, s.log)
+	s.followers = &follow.Follower{Store: store, Hub: hub, Relay: s.relay, Trees: s.trees, Local: s.active, Wakeups: cfg.Wakeups,
+		RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, PageBytes: cfg.Limits.LogPageBytes, Drained: s.drained}
 	return s
+}
+
+// defaults sets the zero values of c to their defaults.
+func (c *Config) defaults() {
+	if c.Owner == "" {
+		c.Owner = uuid.NewString()
+	}
+	if c.Lease <= 0 {
+		c.Lease = 15 * time.Second
+	}
+	if c.TreeCache <= 0 {
+		c.TreeCache = 1024
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.StartLinger == 0 {
+		c.StartLinger = 2 * time.Millisecond
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 50 * time.Millisecond
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(2*time.Second, c.RetryMin)
+	}
+	if c.RelayBuffer <= 0 {
+		c.RelayBuffer = 1024
+	}
+	c.Limits.defaults()
 }
 
 // Models returns the model registry.

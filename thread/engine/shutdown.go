@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 
-	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
 // ErrShuttingDown is returned by StartRun while the service drains, and
 // by Follow for a run of another process once the service has drained.
-var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the service is shutting down; retry on another instance"}
+var ErrShuttingDown = runlog.ErrShuttingDown
 
 // Shutdown stops new runs, lets running ones finish until ctx ends, then
 // cancels the rest (and any title call) and waits for their final writes,
@@ -17,33 +16,20 @@ var ErrShuttingDown = &errcode.Error{Code: errcode.Unavailable, Message: "the se
 // processes' runs (their streams end with ErrShuttingDown, to be rejoined
 // elsewhere), and stops the engine's goroutines (Stop's among them).
 func (s *Service) Shutdown(ctx context.Context) {
-	s.active.close()
-	done := make(chan struct{})
-	go func() { s.active.done.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.abandonNow()
-		for _, ar := range s.active.all() {
-			ar.cancel(thread.RunCancelled)
-		}
-		<-done
-	}
+	s.runner.Drain(ctx)
 	s.drainOnce.Do(func() { close(s.drained) })
 	s.Stop()
-	s.commits.Stop()
-	s.starts.Stop()
-	s.ends.Stop()
+	s.runner.Stop()
 	s.relay.Stop()
 }
 
 // Draining reports whether Shutdown was called: new runs are refused.
 func (s *Service) Draining() bool {
-	return s.active.closed()
+	return s.active.Closed()
 }
 
 // ActiveRuns returns how many runs this process owns.
 func (s *Service) ActiveRuns() int {
-	n, _ := s.active.count("")
+	n, _ := s.active.Count("")
 	return n
 }

@@ -138,6 +138,7 @@ func startSetup(t *testing.T, m thread.Model, linger time.Duration) (*engine.Ser
 	t.Helper()
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
 	svc := engine.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, engine.Config{StartLinger: linger})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -401,7 +402,9 @@ func TestStaleCacheIsRetried(t *testing.T) {
 	pool := pgtest.Pool(t)
 	st := store.New(pool)
 	a := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
+	a.Start()
 	b := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{})
+	b.Start()
 	shutdownAtCleanup(t, a)
 	shutdownAtCleanup(t, b)
 	ctx := context.Background()
@@ -596,6 +599,7 @@ func TestWritesShareAWrite(t *testing.T) {
 			}
 			hs := &heldStore{Store: store.New(pgtest.Pool(t)), ends: c.ends, hold: make(chan struct{}), entered: make(chan struct{}), failAll: c.failAll}
 			svc := engine.New(hs, stream.New[thread.Event](64), models{m: m}, hs.Store, engine.Config{StartLinger: time.Millisecond})
+			svc.Start()
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -715,6 +719,7 @@ func TestLastTokensGoWithTheGroupCommit(t *testing.T) {
 	g := newGated()
 	ts := &tailStore{Store: store.New(pgtest.Pool(t))}
 	svc := engine.New(ts, stream.New[thread.Event](64), models{m: g}, ts.Store, engine.Config{StartLinger: -1})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -840,6 +845,7 @@ func twoServices(t *testing.T) (cs *countingStore, a, b *engine.Service) {
 	cs = &countingStore{Store: store.New(pgtest.Pool(t))}
 	newSvc := func() *engine.Service {
 		svc := engine.New(cs, stream.New[thread.Event](64), models{m: &recorder{}}, cs.Store, engine.Config{})
+		svc.Start()
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -1068,6 +1074,7 @@ func TestFollowRunOfAnotherProcess(t *testing.T) {
 	cs := &countingStore{Store: store.New(pgtest.Pool(t))}
 	newSvc := func(m thread.Model) *engine.Service {
 		svc := engine.New(cs, stream.New[thread.Event](64), models{m: m}, cs.Store, engine.Config{StartLinger: time.Millisecond})
+		svc.Start()
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
+	"github.com/threadline/threadline/thread/engine/internal/runner"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
@@ -99,7 +101,7 @@ func (s *Service) UpdateThread(ctx context.Context, caller string, id uuid.UUID,
 // DeleteThread deletes the thread and everything in it, then stops its
 // run here, if any, and waits for it: as when the thread is deleted in
 // another process, the run writes and publishes nothing more, and every
-// stream of it ends with a not_found error event (follow.go). not_found
+// stream of it ends with a not_found error event (internal/follow). not_found
 // for unknown or foreign threads.
 func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID) error {
 	if _, err := s.store.ThreadGet(ctx, caller, id); err != nil {
@@ -107,22 +109,22 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 	}
 	// The runs before the delete: not one a client starts on the id
 	// afterwards, which makes a new thread.
-	var waits []*activeRun
-	for _, ar := range s.active.all() {
-		if ar.run.ThreadID == id {
+	var waits []*runner.Active
+	for _, ar := range s.active.All() {
+		if ar.Run().ThreadID == id {
 			waits = append(waits, ar)
 		}
 	}
 	if err := s.store.ThreadDelete(ctx, caller, id); err != nil {
 		return err
 	}
-	s.forget(id)
+	s.trees.Forget(id)
 	for _, ar := range waits {
-		ar.lose() // its claim went with the thread
+		ar.Lose() // its claim went with the thread
 	}
 	for _, ar := range waits {
 		select {
-		case <-ar.done:
+		case <-ar.Done():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -133,14 +135,14 @@ func (s *Service) DeleteThread(ctx context.Context, caller string, id uuid.UUID)
 // Checkpoints returns the thread's whole checkpoint tree; not_found for
 // unknown or foreign threads.
 func (s *Service) Checkpoints(ctx context.Context, caller string, id uuid.UUID) (*checkpoint.Tree, error) {
-	_, t, _, err := s.read(ctx, caller, id)
+	_, t, _, err := s.trees.Read(ctx, caller, id)
 	return t, err
 }
 
 // SetHead remembers the branch the client shows. The message must be in the
 // thread (or be its running reply): not_found otherwise.
 func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid.UUID) error {
-	_, t, r, err := s.read(ctx, caller, id)
+	_, t, r, err := s.trees.Read(ctx, caller, id)
 	if err != nil {
 		return err
 	}
@@ -155,7 +157,7 @@ func (s *Service) SetHead(ctx context.Context, caller string, id, messageID uuid
 // not_found for unknown or foreign threads.
 func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*thread.ThreadSnapshot, error) {
 	for attempt := 0; ; attempt++ {
-		th, t, r, err := s.read(ctx, caller, id)
+		th, t, r, err := s.trees.Read(ctx, caller, id)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +165,7 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*t
 		if r == nil {
 			return snap, nil
 		}
-		recs, _, err := s.logged(ctx, r.ID, 0)
+		recs, _, err := s.followers.Logged(ctx, r.ID, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -172,28 +174,14 @@ func (s *Service) Snapshot(ctx context.Context, caller string, id uuid.UUID) (*t
 				continue // it ended between the reads; read again
 			}
 		}
-		fold := seeded(r, t)
+		fold := runlog.Seeded(r, t)
 		var last int64
 		for i := range recs {
 			fold.Add(&recs[i])
 			last = recs[i].Seq
 		}
-		snap.Running = runningNode(r, t, fold.Content())
+		snap.Running = runlog.RunningNode(r, t, fold.Content())
 		snap.ActiveRun = &thread.ActiveRun{RunID: r.ID, MessageID: r.MessageID, Sequence: last}
 		return snap, nil
-	}
-}
-
-// runningNode is the run's assistant message while it runs, holding
-// content (nil: one empty text part), with the id of the checkpoint it
-// becomes in tree.
-func runningNode(r *thread.Run, tree *checkpoint.Tree, content []checkpoint.Part) *checkpoint.Node {
-	if content == nil {
-		content = []checkpoint.Part{{Type: checkpoint.PartText}}
-	}
-	return &checkpoint.Node{
-		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Role: checkpoint.RoleAssistant,
-		Content: content, Status: &checkpoint.Status{Type: "running"},
-		RunID: r.ID, CreatedAt: r.CreatedAt, Running: true,
 	}
 }

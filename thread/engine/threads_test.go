@@ -66,6 +66,7 @@ func setup(t *testing.T, budget int) (*engine.Service, *recorder) {
 	st := store.New(pgtest.Pool(t))
 	rec := &recorder{}
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: rec, budget: budget}, st, engine.Config{})
+	svc.Start()
 	shutdownAtCleanup(t, svc)
 	return svc, rec
 }
@@ -196,6 +197,7 @@ func TestRecoverInterruptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: &recorder{}}, st, engine.Config{Lease: time.Minute})
+	engine.StartWriters(svc) // this test drives recovery by hand
 	shutdownAtCleanup(t, svc)
 	if n := svc.Recover(ctx); n != 1 {
 		t.Fatalf("Recover: got %d runs, want 1", n)

@@ -48,6 +48,7 @@ func BenchmarkTurnTraced(b *testing.B) {
 			cfg := tracers(b)[name]
 			st := store.New(pgtest.Pool(b))
 			svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{model.NewBuiltin(200, 0)}, st, cfg)
+			svc.Start()
 			b.Cleanup(func() { svc.Shutdown(context.Background()) })
 			tid := uuid.New()
 			var leaf uuid.UUID
@@ -80,6 +81,7 @@ func BenchmarkAgentTraced(b *testing.B) {
 			cfg := tracers(b)[name]
 			cfg.Tools, cfg.StartLinger = reg, -1
 			svc := engine.New(threadtest.New(), stream.New[thread.Event](1024), models{m: m}, nil, cfg)
+			svc.Start()
 			b.Cleanup(func() { svc.Shutdown(context.Background()) })
 			b.ReportAllocs()
 			tokens := 0

@@ -52,6 +52,7 @@ func TestUnsureStartIsRecovered(t *testing.T) {
 	m := newStepper()
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: m}, nil, engine.Config{
 		StartLinger: -1, Lease: time.Hour, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
+	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

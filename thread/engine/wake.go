@@ -2,39 +2,9 @@ package engine
 
 import (
 	"context"
-	"time"
 
-	"github.com/google/uuid"
-	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/watch"
 )
-
-// pollEvery is how long a follower of a run (or, with wake-ups, the run's
-// reader in this process, relay.go) waits, quiet, before it reads the log
-// again: with wake-ups only a safety net.
-func (s *Service) pollEvery() time.Duration {
-	if s.cfg.Wakeups != nil {
-		return 2 * time.Second
-	}
-	return time.Second
-}
-
-// nopWake never fires.
-type nopWake struct{}
-
-func (nopWake) C() <-chan struct{} { return nil }
-
-func (nopWake) Close() {}
-
-// wakeRun subscribes a follower to a run's wake-ups, unless the run is
-// this process's own (its events come through the hub) or there are no
-// wake-ups.
-func (s *Service) wakeRun(runID uuid.UUID) thread.Wake {
-	if s.cfg.Wakeups == nil || s.local(runID) != nil {
-		return nopWake{}
-	}
-	return s.cfg.Wakeups.WakeRun(runID)
-}
 
 // watchLoop applies what other processes did until ctx ends: a cancel
 // requested anywhere stops the local run at once, a deleted thread stops
@@ -46,38 +16,5 @@ func (s *Service) watchLoop(ctx context.Context) {
 	if s.cfg.Wakeups == nil {
 		return
 	}
-	watch.Watch(ctx, s.cfg.Wakeups.Changes, s.apply, s.resync)
-}
-
-func (s *Service) apply(ctx context.Context, c thread.Change) {
-	switch c.Kind {
-	case thread.ChangeCancel:
-		s.cancelLocal(c.ID, thread.RunCancelled)
-	case thread.ChangeThreadGone:
-		for _, ar := range s.active.all() {
-			if ar.run.ThreadID == c.ID {
-				ar.lose() // its claim went with the thread
-			}
-		}
-		s.forget(c.ID)
-	case thread.ChangeOwnerDead:
-		s.Recover(ctx)
-	case thread.ChangeReset:
-		s.resync(ctx)
-	}
-}
-
-// resync catches up with what wake-ups that may have been lost said: it
-// empties the tree cache, reads the cancel requests and claims of this
-// process's runs (a cancel or a delete requested meanwhile stops its run
-// now, not at the next lease renewal) and recovers runs whose owner died.
-func (s *Service) resync(ctx context.Context) {
-	s.forgetAll()
-	s.RenewLeases(ctx)
-	s.Recover(ctx)
-}
-
-// forgetAll empties the tree cache.
-func (s *Service) forgetAll() {
-	s.trees.clear()
+	watch.Watch(ctx, s.cfg.Wakeups.Changes, s.runner.Apply, s.runner.Resync)
 }

@@ -117,6 +117,20 @@ func OwnCluster(ctx context.Context, stderr io.Writer) (string, error) {
 	return pgtest.StartOwnCluster(ctx, stderr, true)
 }
 
+// ScratchDatabase is TempDatabase on the server of admin or, when admin
+// is "", on the project's own cluster (OwnCluster). The benches that build
+// a database of their own (peer, search) start with it.
+func ScratchDatabase(ctx context.Context, admin, prefix string, stderr io.Writer, progress func(string, ...any)) (TempDB, error) {
+	if admin == "" {
+		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
+		var err error
+		if admin, err = OwnCluster(ctx, stderr); err != nil {
+			return TempDB{}, fmt.Errorf("%w; set THREADLINE_DATABASE_URL (or --database-url) to a Postgres URL whose user may CREATE DATABASE", err)
+		}
+	}
+	return TempDatabase(ctx, admin, prefix, progress)
+}
+
 // RedactURL is a Postgres URL with its password hidden, for logs.
 func RedactURL(s string) string {
 	u, err := url.Parse(s)

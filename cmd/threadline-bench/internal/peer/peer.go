@@ -244,15 +244,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	progress := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "bench peer: "+format+"\n", a...)
 	}
-	admin := opt.databaseURL
-	if admin == "" {
-		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
-		admin, err = bench.OwnCluster(ctx, stderr)
-		if err != nil {
-			return fmt.Errorf("bench peer: %w; set THREADLINE_DATABASE_URL (or --database-url) to a Postgres URL whose user may CREATE DATABASE", err)
-		}
-	}
-	db, err := bench.TempDatabase(ctx, admin, "tl_bench", progress)
+	db, err := bench.ScratchDatabase(ctx, opt.databaseURL, "tl_bench", stderr, progress)
 	if err != nil {
 		return fmt.Errorf("bench peer: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/threadline/threadline/store"
 )
 
 // common are frequent English words: the head of the corpus's skewed draw.
@@ -133,10 +135,11 @@ FROM (SELECT (SELECT count(*) FROM th) AS n) AS forced,
 		|| CASE WHEN (i + s) % 20 = 0 THEN ' ' || ($7::text[])[1 + ((i * 7 + s) % array_length($7::text[], 1))] || '.' ELSE '' END AS txt) t`
 
 // load writes the corpus in batches of threads, without the search
-// indexes, then builds them.
-func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, progress func(string, ...any)) error {
+// indexes: after each batch one SearchIndexBatch moves the batch's queued
+// checkpoints into checkpoint_search; the indexes are built at the end.
+func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, st *store.Store, res *Result, progress func(string, ...any)) error {
 	per := c.opt.messages / c.opt.threads
-	if _, err := pool.Exec(ctx, `DROP INDEX checkpoints_search_code; DROP INDEX checkpoints_search_tsv`); err != nil {
+	if _, err := pool.Exec(ctx, `DROP INDEX checkpoint_search_code; DROP INDEX checkpoint_search_tsv`); err != nil {
 		return fmt.Errorf("drop the search indexes before the load: %w", err)
 	}
 	started := time.Now()
@@ -146,6 +149,9 @@ func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, prog
 		hi := min(c.opt.threads, lo+batch)
 		if _, err := pool.Exec(ctx, corpusSQL, lo, hi, per, c.opt.callers, c.words, c.idents, phrases, at); err != nil {
 			return fmt.Errorf("load threads %d–%d: %w", lo, hi, err)
+		}
+		if _, _, err := st.SearchIndexBatch(ctx, math.MaxInt32); err != nil {
+			return fmt.Errorf("index threads %d–%d: %w", lo, hi, err)
 		}
 		if hi%(batch*10) == 0 || hi == c.opt.threads {
 			progress("loaded %d of %d threads (%d checkpoints) in %.0f s", hi, c.opt.threads, hi*per, time.Since(started).Seconds())
@@ -157,9 +163,9 @@ func (c *corpus) load(ctx context.Context, pool *pgxpool.Pool, res *Result, prog
 		return err
 	}
 	for _, sql := range []string{
-		`CREATE INDEX checkpoints_search_tsv ON checkpoints USING gin (search_tsv)`,
-		`CREATE INDEX checkpoints_search_code ON checkpoints USING gin (checkpoint_code_text(content) gin_trgm_ops)`,
-		`VACUUM ANALYZE threads`, `VACUUM ANALYZE checkpoints`,
+		`CREATE INDEX checkpoint_search_tsv ON checkpoint_search USING gin (caller, tsv) WITH (fastupdate = off)`,
+		`CREATE INDEX checkpoint_search_code ON checkpoint_search USING gin (caller, code gin_trgm_ops) WITH (fastupdate = off)`,
+		`VACUUM ANALYZE threads`, `VACUUM ANALYZE checkpoints`, `VACUUM ANALYZE checkpoint_search`, `VACUUM ANALYZE checkpoint_search_pending`,
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("%s: %w", sql, err)

@@ -11,20 +11,29 @@
 //     holds a line of Go with a camelCase identifier, every twentieth one
 //     of a set of fixed phrases, and every seventh assistant message a
 //     tool call. It is written with INSERT … SELECT over generate_series
-//     (the generated tsvector column is computed as rows go in); the two
-//     search indexes are dropped first and built after (index_build_s).
+//     (the insert trigger queues every checkpoint), each batch then
+//     indexed by one store.SearchIndexBatch into checkpoint_search; the
+//     two search indexes are dropped first and built after
+//     (index_build_s).
 //   - search_ms: store.MessageSearch of one page (limit 21, what the API
 //     asks for a page of 20) as a random caller, wall time, per kind of
 //     query: common words, rare words, phrases, prefixes, identifiers
 //     (a part of one: the substring match of the trigram index).
 //   - index_bytes_per_message: pg_relation_size of the GIN (tsvector) and
-//     trigram (code-like words, checkpoints_search_code) indexes over the number of checkpoints; tsv_bytes_per_message
-//     is the stored tsvector column's average pg_column_size.
+//     trigram (code-like words) indexes of checkpoint_search over the
+//     number of checkpoints; search_table_bytes_per_message is the whole
+//     side table's (pg_total_relation_size, indexes included);
+//     tsv_bytes_per_message the tsvector column's average pg_column_size.
+//   - searchable_after_commit_ms: turns of one message appended one at a
+//     time, each at a random moment of the indexer's poll, with a
+//     SearchIndexer running: from the append's return to the end of the
+//     batch that indexed it.
 //   - append_ms: a turn's writes (a user and an assistant checkpoint in
 //     one transaction, store.CheckpointAppend) onto corpus threads, with
-//     the search column and indexes present, then again after dropping
-//     them: what the index adds to a turn. An untimed pass over the same
-//     threads comes first, so both timed passes find their pages warm.
+//     the search queue's trigger and an indexer running, then again
+//     after dropping the trigger (no indexer): what search adds to a turn.
+//     An untimed pass over the same threads comes first, so both timed
+//     passes find their pages warm.
 package searchbench
 
 import (
@@ -130,11 +139,13 @@ type Result struct {
 	GINBytesPerMsg      float64            `json:"gin_index_bytes_per_message"`
 	TrgmBytesPerMsg     float64            `json:"trgm_index_bytes_per_message"`
 	IndexBytesPerMsg    float64            `json:"index_bytes_per_message"`
+	SideBytesPerMsg     float64            `json:"search_table_bytes_per_message"`
 	TsvBytesPerMsg      float64            `json:"tsv_bytes_per_message"`
 	TextBytesPerMsg     float64            `json:"text_bytes_per_message"`
 	AppendWithMs        Latency            `json:"append_with_index_ms"`
 	AppendWithoutMs     Latency            `json:"append_without_index_ms"`
 	AppendAddedMedianMs float64            `json:"append_added_median_ms"`
+	SearchableMs        Latency            `json:"searchable_after_commit_ms"`
 	DurationS           float64            `json:"duration_s"`
 	StartedAt           string             `json:"started_at"`
 }
@@ -150,14 +161,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	started := time.Now()
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "bench search: "+format+"\n", a...) }
-	admin := opt.databaseURL
-	if admin == "" {
-		progress("no --database-url or $THREADLINE_DATABASE_URL: starting the project's own cluster (deploy/pg.sh start)")
-		if admin, err = bench.OwnCluster(ctx, stderr); err != nil {
-			return fmt.Errorf("bench search: %w", err)
-		}
-	}
-	db, err := bench.TempDatabase(ctx, admin, "tl_bsearch", progress)
+	db, err := bench.ScratchDatabase(ctx, opt.databaseURL, "tl_bsearch", stderr, progress)
 	if err != nil {
 		return fmt.Errorf("bench search: %w", err)
 	}
@@ -198,13 +202,13 @@ func run(ctx context.Context, opt options, dbURL string, res *Result, progress f
 		return err
 	}
 	c := newCorpus(opt)
-	if err := c.load(ctx, pool, res, progress); err != nil {
+	st := store.New(pool)
+	if err := c.load(ctx, pool, st, res, progress); err != nil {
 		return err
 	}
 	if err := sizes(ctx, pool, res); err != nil {
 		return err
 	}
-	st := store.New(pool)
 	for _, k := range c.kinds() {
 		lat, err := measureSearch(ctx, st, opt, k)
 		if err != nil {
@@ -213,36 +217,46 @@ func run(ctx context.Context, opt options, dbURL string, res *Result, progress f
 		res.Search[k.name] = lat
 		progress("search %s: p50 %.2f ms, p99 %.2f ms, %.1f hits a page", k.name, lat.P50ms, lat.P99ms, lat.MeanHits)
 	}
+	if res.SearchableMs, err = measureSearchable(ctx, st, opt); err != nil {
+		return err
+	}
+	progress("searchable after its commit: p50 %.2f ms, p99 %.2f ms", res.SearchableMs.P50ms, res.SearchableMs.P99ms)
 	// A warm-up pass first: the timed passes then append to the same
-	// threads (the same seed) with their pages equally warm.
+	// threads (the same seed) with their pages equally warm. The indexer
+	// runs meanwhile, as in the service.
+	ix := st.NewSearchIndexer(store.SearchIndexerConfig{})
+	ix.Start()
 	if _, err := measureAppends(ctx, st, opt); err != nil {
+		ix.Stop()
 		return err
 	}
-	if res.AppendWithMs, err = measureAppends(ctx, st, opt); err != nil {
+	res.AppendWithMs, err = measureAppends(ctx, st, opt)
+	ix.Stop()
+	if err != nil {
 		return err
 	}
-	progress("append with the search index: p50 %.2f ms, p99 %.2f ms", res.AppendWithMs.P50ms, res.AppendWithMs.P99ms)
-	for _, sql := range []string{`DROP INDEX checkpoints_search_code; DROP INDEX checkpoints_search_tsv;
-		ALTER TABLE checkpoints DROP COLUMN search_tsv`, `VACUUM ANALYZE checkpoints`} {
+	progress("append with the search queue and indexer: p50 %.2f ms, p99 %.2f ms", res.AppendWithMs.P50ms, res.AppendWithMs.P99ms)
+	for _, sql := range []string{`DROP TRIGGER checkpoints_search_enqueue ON checkpoints`, `VACUUM ANALYZE checkpoints`} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("drop the search index: %w", err)
+			return fmt.Errorf("drop the search queue: %w", err)
 		}
 	}
 	if res.AppendWithoutMs, err = measureAppends(ctx, st, opt); err != nil {
 		return err
 	}
-	progress("append without it: p50 %.2f ms, p99 %.2f ms", res.AppendWithoutMs.P50ms, res.AppendWithoutMs.P99ms)
+	progress("append without search: p50 %.2f ms, p99 %.2f ms", res.AppendWithoutMs.P50ms, res.AppendWithoutMs.P99ms)
 	res.AppendAddedMedianMs = bench.Round(res.AppendWithMs.P50ms-res.AppendWithoutMs.P50ms, 3)
 	return nil
 }
 
 // sizes reads the indexes' and the column's sizes per checkpoint.
 func sizes(ctx context.Context, pool *pgxpool.Pool, res *Result) error {
-	var gin, trgm int64
+	var gin, trgm, side int64
 	var tsv, text float64
-	err := pool.QueryRow(ctx, `SELECT count(*), pg_relation_size('checkpoints_search_tsv'), pg_relation_size('checkpoints_search_code'),
-		avg(pg_column_size(search_tsv)), avg(octet_length(checkpoint_search_text(content))) FROM checkpoints`).
-		Scan(&res.Messages, &gin, &trgm, &tsv, &text)
+	err := pool.QueryRow(ctx, `SELECT count(*), pg_relation_size('checkpoint_search_tsv'), pg_relation_size('checkpoint_search_code'),
+		pg_total_relation_size('checkpoint_search'), (SELECT avg(pg_column_size(tsv)) FROM checkpoint_search),
+		avg(octet_length(checkpoint_search_text(content))) FROM checkpoints`).
+		Scan(&res.Messages, &gin, &trgm, &side, &tsv, &text)
 	if err != nil {
 		return fmt.Errorf("sizes: %w", err)
 	}
@@ -250,6 +264,7 @@ func sizes(ctx context.Context, pool *pgxpool.Pool, res *Result) error {
 	res.GINBytesPerMsg = bench.Round(float64(gin)/n, 1)
 	res.TrgmBytesPerMsg = bench.Round(float64(trgm)/n, 1)
 	res.IndexBytesPerMsg = bench.Round(float64(gin+trgm)/n, 1)
+	res.SideBytesPerMsg = bench.Round(float64(side)/n, 1)
 	res.TsvBytesPerMsg = bench.Round(tsv, 1)
 	res.TextBytesPerMsg = bench.Round(text, 1)
 	return nil
@@ -302,6 +317,54 @@ func measureAppends(ctx context.Context, st *store.Store, opt options) (Latency,
 		t := time.Now()
 		if err := st.CheckpointAppend(ctx, th, u, a); err != nil {
 			return Latency{}, err
+		}
+		ds = append(ds, msSince(t))
+	}
+	return latency(ds), nil
+}
+
+// indexPoll is the indexer's poll in measureSearchable: the service's default.
+const indexPoll = 200 * time.Millisecond
+
+// measureSearchable appends opt.appends/10 (at least 3) turns, one at a
+// time, with an indexer running, and times each from its commit to the
+// end of the indexer's batch that indexed it.
+func measureSearchable(ctx context.Context, st *store.Store, opt options) (Latency, error) {
+	indexed := make(chan struct{}, 1)
+	ix := st.NewSearchIndexer(store.SearchIndexerConfig{Poll: indexPoll, OnBatch: func(n int) {
+		if n > 0 {
+			select {
+			case indexed <- struct{}{}:
+			default:
+			}
+		}
+	}})
+	ix.Start()
+	defer ix.Stop()
+	r := rand.New(rand.NewPCG(3, 3))
+	c := newCorpus(opt)
+	var ds []float64
+	for range max(3, opt.appends/10) {
+		th := threadID(r.IntN(opt.threads))
+		parent, err := lastCheckpoint(ctx, st, th)
+		if err != nil {
+			return Latency{}, err
+		}
+		u := &checkpoint.Node{ID: uuid.New(), ParentID: parent, Role: checkpoint.RoleUser,
+			Content: []checkpoint.Part{{Type: "text", Text: c.prose(r, 30)}}}
+		// A commit comes at any moment of the indexer's poll, not just
+		// after the last batch.
+		time.Sleep(time.Duration(r.Int64N(int64(indexPoll))))
+		if err := st.CheckpointAppend(ctx, th, u); err != nil {
+			return Latency{}, err
+		}
+		t := time.Now()
+		select {
+		case <-indexed:
+		case <-time.After(time.Minute):
+			return Latency{}, errors.New("a turn was not indexed within a minute")
+		case <-ctx.Done():
+			return Latency{}, ctx.Err()
 		}
 		ds = append(ds, msSince(t))
 	}

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/commit"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-func (s *Service) publish(w *logWriter, batch []thread.Record, since time.Time) {
+func (s *Runner) publish(w *logWriter, batch []thread.Record, since time.Time) {
 	r := w.run
 	evs := make([]thread.Event, len(batch))
 	tokens := 0
@@ -40,15 +41,15 @@ func (s *Service) publish(w *logWriter, batch []thread.Record, since time.Time) 
 // committed when the linger ends (Store.RunCreate), its first snapshot is
 // published and the tokens follow through the group commit. started gets
 // the outcome of whichever commit writes the start.
-func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate, started chan<- error) {
+func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate, started chan<- error) {
 	r := ar.run
 	w := ar.log
 	ctx, span := s.startRunSpan(ar.ctx, r)
 	defer span.End()
-	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: seeded(r, tree), ctx: ctx}
-	firstRec := firstRecord(r)
+	t := &turnRun{s: s, ar: ar, w: w, tree: tree, seq: 1, fold: runlog.Seeded(r, tree), ctx: ctx}
+	firstRec := runlog.FirstRecord(r)
 	firstEv := thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: 1, Snapshot: &thread.Snapshot{
-		ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: tree, Running: runningNode(r, tree, t.fold.Content()), Head: r.MessageID}}
+		ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: tree, Running: runlog.RunningNode(r, tree, t.fold.Content()), Head: r.MessageID}}
 	commitStart := func() {
 		if !w.ClaimStart(commit.StartCommitting) {
 			return // the run ended first and is written whole
@@ -61,13 +62,13 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 			// then the run is released once the database answers.
 			var mw *batch.MaybeWritten
 			ar.unsure.Store(retryable(err) || errors.As(err, &mw))
-			ar.cancel(thread.RunFailed)
+			ar.Cancel(thread.RunFailed)
 			s.leaveThread(r)
 			w.Started(false)
 			started <- err
 			return
 		}
-		s.trees.put(r.ThreadID, tree)
+		s.trees.Put(r.ThreadID, tree)
 		s.hub.Publish(r.ID, firstEv)
 		w.Started(true)
 		started <- nil
@@ -144,7 +145,7 @@ func (s *Service) execute(ar *activeRun, tree *checkpoint.Tree, model thread.Mod
 
 // endStatus is how a run ends: its status, its reply's status and its
 // error, from the model's result and error.
-func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStatus, *checkpoint.Status, *thread.RunError) {
+func endStatus(ar *Active, res thread.ModelResult, err error) (thread.RunStatus, *checkpoint.Status, *thread.RunError) {
 	me, coded := errcode.As(err)
 	switch {
 	case ar.ctx.Err() != nil && ar.reason() != "":
@@ -162,15 +163,10 @@ func endStatus(ar *activeRun, res thread.ModelResult, err error) (thread.RunStat
 	return thread.RunSucceeded, &checkpoint.Status{Type: "complete", Reason: "stop"}, nil
 }
 
-// firstRecord is a run's first log record: its running snapshot.
-func firstRecord(r *thread.Run) thread.Record {
-	return thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq}
-}
-
 // finishing is what finish writes and publishes.
 type finishing struct {
 	run     *thread.Run
-	ar      *activeRun // nil when recovering another process's run
+	ar      *Active    // nil when recovering another process's run
 	log     *logWriter // nil when recovering another process's run
 	tree    *checkpoint.Tree
 	status  thread.RunStatus
@@ -194,10 +190,10 @@ type finishing struct {
 // publishes what was not yet published and ends the run's subscriptions.
 // It returns the write's error when the end could not be written: nothing
 // more is published then (see writeEnd).
-func (s *Service) finish(f finishing) error {
+func (s *Runner) finish(f finishing) error {
 	r, tree, status, all, tail := f.run, f.tree, f.status, f.all, f.tail
 	asst := checkpoint.Node{
-		ID: checkpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
+		ID: runlog.CheckpointOf(r, tree), ThreadID: r.ThreadID, ParentID: r.ParentID, Seq: r.TreeSeq + 1, Role: checkpoint.RoleAssistant,
 		Content: f.content, Status: f.st, RunID: r.ID, CreatedAt: r.CreatedAt,
 	}
 	final := thread.Record{Seq: all[len(all)-1].Seq + 1, Kind: thread.KindSnapshot, Status: status, TreeSeq: asst.Seq}
@@ -217,7 +213,7 @@ func (s *Service) finish(f finishing) error {
 	s.leaveThread(r)
 	nt, err := tree.Append(asst)
 	if err == nil {
-		s.trees.put(r.ThreadID, nt)
+		s.trees.Put(r.ThreadID, nt)
 		tree = nt
 	}
 	events := make([]thread.Event, 0, len(tail)+1)
@@ -243,7 +239,7 @@ func (s *Service) finish(f finishing) error {
 
 // tailEvent is the event of a record finish publishes: the final snapshot
 // shows the thread with the reply, an interim one the reply so far.
-func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tree, all []thread.Record) thread.Event {
+func (s *Runner) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tree, all []thread.Record) thread.Event {
 	r := f.run
 	switch {
 	case rec.Kind != thread.KindSnapshot:
@@ -257,11 +253,11 @@ func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tr
 			return thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: snap}
 		}
 	}
-	fold := seeded(r, tree)
+	fold := runlog.Seeded(r, tree)
 	for i := range all[:rec.Seq-1] {
 		fold.Add(&all[i])
 	}
-	return s.event(r, *rec, tree, fold.Content())
+	return runlog.Event(r, *rec, tree, fold.Content())
 }
 
 // endUnwritten settles a run whose end could not be written: nothing more
@@ -270,7 +266,7 @@ func (s *Service) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tr
 // released: its lease is not renewed, so recovery, here or elsewhere, ends
 // it from its durable log once the lease lapses. An unwritten start left
 // nothing behind, and StartRun returns the error.
-func (s *Service) endUnwritten(f finishing, err error) {
+func (s *Runner) endUnwritten(f finishing, err error) {
 	r := f.run
 	var lost *thread.ClaimLostError
 	switch {
@@ -298,7 +294,7 @@ func (s *Service) endUnwritten(f finishing, err error) {
 // stored, and StartRun answers unavailable at once. Recovery's writes are
 // not retried here either: a failed one is tried again after the lease it
 // took.
-func (s *Service) writeEnd(f finishing, in thread.RunFinish) error {
+func (s *Runner) writeEnd(f finishing, in thread.RunFinish) error {
 	deadline := time.Now().Add(s.cfg.Lease)
 	wait := s.cfg.RetryMin
 	for {
@@ -334,7 +330,7 @@ func (s *Service) writeEnd(f finishing, in thread.RunFinish) error {
 // is recovered at once (interrupted, with its empty reply); one that was
 // never written is left alone. It tries for up to a lease (then the lease
 // has lapsed anyway) or until Shutdown's grace ends.
-func (s *Service) releaseUnsure(r *thread.Run) {
+func (s *Runner) releaseUnsure(r *thread.Run) {
 	deadline := time.Now().Add(s.cfg.Lease)
 	wait := s.cfg.RetryMin
 	for {

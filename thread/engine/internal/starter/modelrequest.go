@@ -1,4 +1,4 @@
-package engine
+package starter
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // modelRequest builds what the model sees: the system message, then the path
 // from the root to the message being answered, trimmed from the oldest end
 // to the model's context budget.
-func (s *Service) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *thread.Run, cfg thread.RunConfig) (thread.ModelRequest, error) {
+func (s *Starter) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *thread.Run, cfg thread.RunConfig) (thread.ModelRequest, error) {
 	// A continued turn is its newest checkpoint; the turn a continuation
 	// runs is not history but the run's own (see seeded).
 	path := checkpoint.CollapseTurns(tree.PathRefs(r.ParentID))
@@ -73,7 +73,7 @@ func messageSize(m thread.ModelMessage) int {
 // images as data: URL image parts, text files as text parts.
 // At most *budget bytes are inlined (nil: no limit); a file over what is
 // left is named instead, and the budget is spent as files are inlined.
-func (s *Service) inlineAttachments(ctx context.Context, caller string, m *thread.ModelMessage, budget *int64) error {
+func (s *Starter) inlineAttachments(ctx context.Context, caller string, m *thread.ModelMessage, budget *int64) error {
 	if len(m.Attachments) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -24,12 +24,12 @@ import (
 // waitingStatus is the status of a turn's message that waits for a person.
 var waitingStatus = checkpoint.Status{Type: "requires-action", Reason: "tool-calls"}
 
-// waitingTip returns the newest checkpoint of the turn the continuation
+// WaitingTip returns the newest checkpoint of the turn the continuation
 // names, once every call it waits for is answered by the request as its
 // kind needs: a client tool by a result, an approval tool by an approval.
 // Errors: invalid_fork when the message does not wait; invalid_request
 // for a call left unanswered, answered the wrong way or not waiting.
-func (s *Service) waitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*checkpoint.Node, error) {
+func (s *Runner) WaitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*checkpoint.Node, error) {
 	tip := tree.TurnTip(req.ParentID)
 	if tip == nil {
 		return nil, errcode.New(errcode.InvalidFork, "parent_message_id %s is not a message of this thread", req.ParentID)
@@ -64,9 +64,9 @@ func (s *Service) waitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*che
 	return tip, nil
 }
 
-// inheritConfig gives a continuation without run_config the config of
+// InheritConfig gives a continuation without run_config the config of
 // the run that left the turn waiting.
-func (s *Service) inheritConfig(ctx context.Context, threadID uuid.UUID, tip *checkpoint.Node, cfg thread.RunConfig) (thread.RunConfig, error) {
+func (s *Runner) InheritConfig(ctx context.Context, threadID uuid.UUID, tip *checkpoint.Node, cfg thread.RunConfig) (thread.RunConfig, error) {
 	if !reflect.ValueOf(cfg).IsZero() {
 		return cfg, nil
 	}
@@ -77,43 +77,18 @@ func (s *Service) inheritConfig(ctx context.Context, threadID uuid.UUID, tip *ch
 	return prev.Config, nil
 }
 
-// isContinuation reports whether r continues a turn: its parent is the
-// turn's assistant checkpoint.
-func isContinuation(r *thread.Run, tree *checkpoint.Tree) bool {
-	p := tree.Get(r.ParentID)
-	return p != nil && p.Role == checkpoint.RoleAssistant
-}
-
-// checkpointOf is the id of the checkpoint r's reply becomes: its message
-// id, or for a continuation (whose message id is the turn's) the run's id.
-func checkpointOf(r *thread.Run, tree *checkpoint.Tree) uuid.UUID {
-	if isContinuation(r, tree) {
-		return r.ID
-	}
-	return r.MessageID
-}
-
-// seeded returns the fold r's records go into: empty, or for a
-// continuation the turn so far.
-func seeded(r *thread.Run, tree *checkpoint.Tree) thread.Turn {
-	if !isContinuation(r, tree) {
-		return thread.Turn{}
-	}
-	return thread.TurnFrom(tree.Get(r.ParentID).Content)
-}
-
 // answer logs a continuation's answers: client results as they are, a
 // rejected approval as an error, and runs the approved calls. The answers
 // to calls the model itself asked about (a step.PermissionPart) are not
 // logged: they are returned, for the model's next step.
-func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *answers) ([]step.Approval, error) {
+func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers) ([]step.Approval, error) {
 	var approved []pendingCall
 	var agent []step.Approval
-	for _, a := range ans.results {
+	for _, a := range ans.Results {
 		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.StorableJSON(a.Result), IsError: a.IsError})
 	}
 	content := t.fold.Content()
-	for _, a := range ans.approvals {
+	for _, a := range ans.Approvals {
 		p, _ := t.fold.Call(a.CallID)
 		if perm := permission(content, a.CallID); perm != nil {
 			agent = append(agent, step.Approval{ToolCallID: a.CallID, Approved: a.Approved, Reason: a.Reason, Permission: perm})
@@ -152,14 +127,14 @@ func permission(content []checkpoint.Part, id string) json.RawMessage {
 	return nil
 }
 
-// answers is what a continuation run answers before its first step.
-type answers struct {
-	results   []thread.ToolResult
-	approvals []thread.Approval
+// Answers is what a continuation run answers before its first step.
+type Answers struct {
+	Results   []thread.ToolResult
+	Approvals []thread.Approval
 }
 
 // waits reports whether a call of the step waits for a person: a client
 // tool, or a server tool marked approval.
-func (s *Service) waits(cfg thread.RunConfig, name string) bool {
+func (s *Runner) waits(cfg thread.RunConfig, name string) bool {
 	return cfg.IsClient(name) || s.cfg.Tools != nil && cfg.Allows(name) && s.needsApproval(name)
 }

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func BenchmarkRunSpans(b *testing.B) {
 	r := &thread.Run{ID: uuid.New(), ThreadID: uuid.New(), Model: "openai:gpt-4o"}
 	for name, cfg := range map[string]Config{"traces=off": {}, "traces=on": {Tracer: tp.Tracer("bench")}} {
 		b.Run(name, func(b *testing.B) {
-			s := &Service{cfg: cfg}
+			s := &Runner{cfg: cfg}
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx, run := s.startRunSpan(context.Background(), r)

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -18,7 +18,7 @@ const titlePrompt = "Write a title of at most six words for the conversation bel
 // configured title model when there is one (reply is the assistant's first
 // reply), else, or when that model fails, from the first words of the
 // first user message.
-func (s *Service) autoTitle(caller string, threadID uuid.UUID, tree *checkpoint.Tree, reply string) {
+func (s *Runner) autoTitle(caller string, threadID uuid.UUID, tree *checkpoint.Tree, reply string) {
 	// Bounded by Shutdown's grace too (abandonCtx).
 	ctx, cancel := context.WithTimeout(s.abandonCtx, 30*time.Second)
 	defer cancel()
@@ -47,7 +47,7 @@ func (s *Service) autoTitle(caller string, threadID uuid.UUID, tree *checkpoint.
 }
 
 // modelTitle asks the title model for a title of the first exchange.
-func (s *Service) modelTitle(ctx context.Context, question, reply string) (string, error) {
+func (s *Runner) modelTitle(ctx context.Context, question, reply string) (string, error) {
 	m, _, err := s.models.Resolve(s.cfg.TitleModel)
 	if err != nil {
 		return "", err

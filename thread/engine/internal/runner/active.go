@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"github.com/threadline/threadline/thread"
 )
 
-// activeRun is a run this process owns.
-type activeRun struct {
+// Active is a run this process owns.
+type Active struct {
 	run *thread.Run
 	// startWaiters counts the calls waiting in waitStart (tests wait on it).
 	startWaiters atomic.Int32
 	// answers are a continuation's, for its run loop.
-	answers *answers
+	answers *Answers
 	ctx     context.Context
 	stop    context.CancelFunc
 	mu      sync.Mutex
@@ -45,7 +45,7 @@ type activeRun struct {
 }
 
 // settle records the outcome of the run's start and wakes its waiters.
-func (a *activeRun) settle(ok bool) {
+func (a *Active) Settle(ok bool) {
 	a.mu.Lock()
 	a.startOK = ok
 	a.mu.Unlock()
@@ -54,7 +54,7 @@ func (a *activeRun) settle(ok bool) {
 
 // waitStart waits until the run's start is settled and reports whether
 // it was committed; ctx's error if ctx ends first.
-func (a *activeRun) waitStart(ctx context.Context) (bool, error) {
+func (a *Active) WaitStart(ctx context.Context) (bool, error) {
 	a.startWaiters.Add(1)
 	defer a.startWaiters.Add(-1)
 	select {
@@ -69,7 +69,7 @@ func (a *activeRun) waitStart(ctx context.Context) (bool, error) {
 
 // cancel stops the run's model with why as its final status. It reports
 // false when the model was already done and the end is being written.
-func (a *activeRun) cancel(why thread.RunStatus) bool {
+func (a *Active) Cancel(why thread.RunStatus) bool {
 	a.mu.Lock()
 	if a.ending {
 		a.mu.Unlock()
@@ -83,7 +83,7 @@ func (a *activeRun) cancel(why thread.RunStatus) bool {
 	return true
 }
 
-func (a *activeRun) reason() thread.RunStatus {
+func (a *Active) reason() thread.RunStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.why
@@ -91,7 +91,7 @@ func (a *activeRun) reason() thread.RunStatus {
 
 // lose records that the run's claim was lost: its model stops, and its
 // log writer writes and publishes nothing more.
-func (a *activeRun) lose() {
+func (a *Active) Lose() {
 	a.mu.Lock()
 	first := !a.lost
 	a.lost, a.released = true, true
@@ -102,7 +102,7 @@ func (a *activeRun) lose() {
 	}
 }
 
-func (a *activeRun) isLost() bool {
+func (a *Active) isLost() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lost
@@ -110,14 +110,14 @@ func (a *activeRun) isLost() bool {
 
 // end marks the model done: a cancel from now on waits for the end. It
 // reports false if the claim was lost first.
-func (a *activeRun) end() bool {
+func (a *Active) end() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ending = true
 	return !a.lost
 }
 
-func (a *activeRun) release() {
+func (a *Active) release() {
 	a.mu.Lock()
 	a.released = true
 	a.mu.Unlock()
@@ -125,7 +125,7 @@ func (a *activeRun) release() {
 
 // claim returns the run's claim while its lease is to be renewed: its
 // start is committed and it was not released.
-func (a *activeRun) claim() (thread.RunClaim, bool) {
+func (a *Active) claim() (thread.RunClaim, bool) {
 	a.mu.Lock()
 	released := a.released
 	a.mu.Unlock()
@@ -134,3 +134,21 @@ func (a *activeRun) claim() (thread.RunClaim, bool) {
 	}
 	return thread.RunClaim{RunID: a.run.ID, Claim: a.run.Claim}, true
 }
+
+// Run returns the run. Its fields are not changed after its start.
+func (a *Active) Run() *thread.Run { return a.run }
+
+// User returns the run's new user message, or nil.
+func (a *Active) User() *checkpoint.Node { return a.user }
+
+// Caller returns the caller whose thread the run is on.
+func (a *Active) Caller() string { return a.thread.Caller }
+
+// Live reports whether the run's start is durable and its end is not yet.
+func (a *Active) Live() bool { return a.log.Live() }
+
+// Done is closed once the run's goroutine is done with it.
+func (a *Active) Done() <-chan struct{} { return a.done }
+
+// StartWaiters is how many calls wait in WaitStart (tests wait on it).
+func (a *Active) StartWaiters() int { return int(a.startWaiters.Load()) }

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -7,35 +7,11 @@ import (
 
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
-// Start starts the service's background loops: one renews this process's
-// run leases, recovers runs whose owner died and frees ended runs' rows of
-// the group commit's log; the other applies what other processes did (see
-// watchLoop). Starting a started service does nothing.
-func (s *Service) Start() {
-	s.leases.Start(func(stop <-chan struct{}) {
-		ctx, cancel := lifecycle.Context(stop)
-		defer cancel()
-		s.leaseLoop(ctx)
-	})
-	s.watcher.Start(func(stop <-chan struct{}) {
-		ctx, cancel := lifecycle.Context(stop)
-		defer cancel()
-		s.watchLoop(ctx)
-	})
-}
-
-// Stop stops what Start started and waits for it; runs go on, but their
-// leases are no longer renewed. Shutdown calls it once the runs have ended.
-func (s *Service) Stop() {
-	s.watcher.Stop()
-	s.leases.Stop()
-}
-
-func (s *Service) leaseLoop(ctx context.Context) {
+func (s *Runner) leaseLoop(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Lease / 3)
 	defer tick.Stop()
 	purge := time.NewTicker(time.Second)
@@ -61,8 +37,8 @@ func (s *Service) leaseLoop(ctx context.Context) {
 // others go on. A run whose claim was lost (recovered elsewhere after a
 // stall here, or its thread deleted) is stopped at once and publishes
 // nothing more; one whose cancel was requested elsewhere is cancelled.
-func (s *Service) RenewLeases(ctx context.Context) {
-	runs := s.active.all()
+func (s *Runner) RenewLeases(ctx context.Context) {
+	runs := s.active.All()
 	claims := make([]thread.RunClaim, 0, len(runs))
 	for _, ar := range runs {
 		if c, ok := ar.claim(); ok {
@@ -77,11 +53,11 @@ func (s *Service) RenewLeases(ctx context.Context) {
 		s.log.Error("renew run leases", "err", err)
 	}
 	for _, id := range cancels {
-		s.cancelLocal(id, thread.RunCancelled)
+		s.active.CancelLocal(id, thread.RunCancelled)
 	}
 	for _, id := range lost {
-		if ar := s.active.get(id); ar != nil {
-			ar.lose()
+		if ar := s.active.Get(id); ar != nil {
+			ar.Lose()
 		}
 	}
 }
@@ -90,7 +66,7 @@ func (s *Service) RenewLeases(ctx context.Context) {
 // incomplete/other with the text its log holds, and its log ends with an
 // error event (run_interrupted) and an interrupted snapshot. It returns
 // how many runs it recovered.
-func (s *Service) Recover(ctx context.Context) int {
+func (s *Runner) Recover(ctx context.Context) int {
 	n := 0
 	for {
 		now := s.now()
@@ -121,7 +97,7 @@ func (s *Service) Recover(ctx context.Context) int {
 	}
 }
 
-func (s *Service) recoverRun(ctx context.Context, r *thread.Run) error {
+func (s *Runner) recoverRun(ctx context.Context, r *thread.Run) error {
 	recs, err := s.store.RunEventsAfter(ctx, r.ID, 0)
 	if err != nil {
 		return err
@@ -143,13 +119,13 @@ func (s *Service) recoverRun(ctx context.Context, r *thread.Run) error {
 	if err != nil {
 		return err
 	}
-	tree, err := s.tree(ctx, th)
+	tree, err := s.trees.Tree(ctx, th)
 	if err != nil {
 		return err
 	}
 	// Calls that have no result were cut off: they are answered, never
 	// run again.
-	fold := seeded(r, tree)
+	fold := runlog.Seeded(r, tree)
 	for i := range recs {
 		fold.Add(&recs[i])
 	}

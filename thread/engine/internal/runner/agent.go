@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/errcode"
 )
 
 // turnRun is one run's turn as its loop produces it: every record it logs
 // is folded into the assistant message too.
 type turnRun struct {
-	s    *Service
-	ar   *activeRun
+	s    *Runner
+	ar   *Active
 	w    *logWriter
 	tree *checkpoint.Tree // the thread as the run's snapshots show it
 	seq  int64
@@ -43,7 +44,7 @@ func (t *turnRun) add(rec thread.Record) {
 func (t *turnRun) snapshot() {
 	r := t.ar.run
 	t.w.setSnapshot(t.seq+1, &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: t.tree,
-		Running: runningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
+		Running: runlog.RunningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
 	t.add(thread.Record{Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
 }
 
@@ -103,7 +104,7 @@ func (t *turnRun) callID(id string) string {
 // logs its answers and runs the approved calls. Every call left without a
 // result when the run ends otherwise (an error, a cancel) is answered as
 // an error, so the turn shows no call running.
-func (s *Service) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg thread.RunConfig) (thread.ModelResult, error) {
+func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg thread.RunConfig) (thread.ModelResult, error) {
 	ctx := t.ctx
 	st, ok := m.(thread.Stepper)
 	if !ok {
@@ -302,14 +303,14 @@ func (t *turnRun) raw(c pendingCall, res tool.Result) {
 }
 
 // callTool runs one server tool call as the run allows it.
-func (s *Service) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+func (s *Runner) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
 	tctx, span := s.startToolSpan(ctx, c)
 	res := s.runTool(tctx, cfg, c)
 	endToolSpan(ctx, span, res)
 	return res
 }
 
-func (s *Service) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+func (s *Runner) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
 	if s.cfg.Tools == nil || !cfg.Allows(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
@@ -324,7 +325,7 @@ func (s *Service) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCa
 }
 
 // needsApproval reports whether the server tool name is marked approval.
-func (s *Service) needsApproval(name string) bool {
+func (s *Runner) needsApproval(name string) bool {
 	for _, sp := range s.cfg.Tools.Specs() {
 		if sp.Name == name {
 			return sp.Approval
@@ -335,7 +336,7 @@ func (s *Service) needsApproval(name string) bool {
 
 // runTools returns the specs of the tools a run may call: the server
 // tools it allows, then its client tools.
-func (s *Service) runTools(cfg thread.RunConfig) []tool.Spec {
+func (s *Runner) runTools(cfg thread.RunConfig) []tool.Spec {
 	var out []tool.Spec
 	if s.cfg.Tools != nil {
 		for _, sp := range s.cfg.Tools.Specs() {
@@ -349,7 +350,7 @@ func (s *Service) runTools(cfg thread.RunConfig) []tool.Spec {
 
 // partition splits a step's calls into those to run now and reports
 // whether any other waits for a person.
-func (s *Service) partition(cfg thread.RunConfig, calls []pendingCall) (run []pendingCall, waiting bool) {
+func (s *Runner) partition(cfg thread.RunConfig, calls []pendingCall) (run []pendingCall, waiting bool) {
 	for _, c := range calls {
 		if s.waits(cfg, c.name) {
 			waiting = true
@@ -398,10 +399,10 @@ func replyText(content []checkpoint.Part) string {
 	return b.String()
 }
 
-// checkTools checks run_config.tools against the server's tools: every
+// CheckTools checks run_config.tools against the server's tools: every
 // server tool it names exists, and no client tool takes a server tool's
 // name. invalid_request names the entry.
-func (s *Service) checkTools(c thread.RunConfig) error {
+func (s *Runner) CheckTools(c thread.RunConfig) error {
 	if len(c.Tools) == 0 {
 		return nil
 	}

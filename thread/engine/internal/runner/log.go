@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/commit"
+	"github.com/threadline/threadline/thread/engine/internal/runlog"
 )
 
 // Every run's event log is written by the engine's group commit
 // (commit.GroupCommit): one goroutine writes what all runs produced since
 // the last commit in one Store.RunEventsAppend, then publishes it (see
 // publish); a run whose claim the store refuses is dropped from it and
-// stopped (activeRun.lose).
+// stopped (Active.lose).
 
 // committer is the service's group commit of run logs.
 type committer = commit.GroupCommit[thread.Record, *logWriter]
@@ -32,7 +33,7 @@ type logWriter struct {
 	snaps map[int64]*thread.Snapshot
 }
 
-func newCommitter(s *Service) *committer {
+func newCommitter(s *Runner) *committer {
 	publish := func(w *commit.LogWriter[thread.Record, *logWriter], recs []thread.Record, since time.Time) {
 		s.publish(w.Key, recs, since)
 	}
@@ -42,15 +43,15 @@ func newCommitter(s *Service) *committer {
 
 // newLogWriter returns the writer of r's log; lost is called once if the
 // store refuses r's claim.
-func (s *Service) newLogWriter(r *thread.Run, lost func()) *logWriter {
+func (s *Runner) newLogWriter(r *thread.Run, lost func()) *logWriter {
 	w := &logWriter{run: r}
-	w.LogWriter = s.commits.Writer(r.ID, w, firstRecord(r), lost)
+	w.LogWriter = s.commits.Writer(r.ID, w, runlog.FirstRecord(r), lost)
 	return w
 }
 
 // appendEvents writes a group commit's segments (Store.RunEventsAppend),
 // and names the runs whose claim the store refused.
-func (s *Service) appendEvents(ctx context.Context, segs []commit.Segment[thread.Record, *logWriter]) ([]uuid.UUID, error) {
+func (s *Runner) appendEvents(ctx context.Context, segs []commit.Segment[thread.Record, *logWriter]) ([]uuid.UUID, error) {
 	out := make([]thread.Segment, len(segs))
 	for i, sg := range segs {
 		out[i] = thread.Segment{RunID: sg.Key.run.ID, Claim: sg.Key.run.Claim, Records: sg.Records}

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -43,7 +43,7 @@ var noSpan = func() trace.Span {
 }()
 
 // start starts a span of kind named name under ctx's span.
-func (s *Service) start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+func (s *Runner) start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
 	if s.cfg.Tracer == nil {
 		return ctx, noSpan
 	}
@@ -51,7 +51,7 @@ func (s *Service) start(ctx context.Context, name string, kind trace.SpanKind) (
 }
 
 // startRunSpan starts run r's invoke_agent span.
-func (s *Service) startRunSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
+func (s *Runner) startRunSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
 	ctx, span := s.start(ctx, "invoke_agent "+agentName, trace.SpanKindInternal)
 	if span.IsRecording() {
 		provider, reqModel := modelParts(r.Model)
@@ -88,7 +88,7 @@ func failRunSpan(span trace.Span, errType, msg string) {
 }
 
 // startChatSpan starts the span of one model call of run r.
-func (s *Service) startChatSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
+func (s *Runner) startChatSpan(ctx context.Context, r *thread.Run) (context.Context, trace.Span) {
 	if s.cfg.Tracer == nil {
 		return ctx, noSpan
 	}
@@ -128,7 +128,7 @@ func endChatSpan(ctx context.Context, span trace.Span, res step.Result, err erro
 }
 
 // startToolSpan starts the span of one server tool call.
-func (s *Service) startToolSpan(ctx context.Context, c pendingCall) (context.Context, trace.Span) {
+func (s *Runner) startToolSpan(ctx context.Context, c pendingCall) (context.Context, trace.Span) {
 	if s.cfg.Tracer == nil {
 		return ctx, noSpan
 	}
