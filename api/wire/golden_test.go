@@ -8,6 +8,7 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/api/wire/wiretest"
+	"github.com/threadline/threadline/thread"
 )
 
 // TestGolden: the wire is byte for byte what it was before it moved here
@@ -36,6 +37,10 @@ func TestGolden(t *testing.T) {
 				out = append(out, mustJSON(t, wire.NewThread(&th)))
 			}
 			return out
+		}},
+		{"trace.ndjson", func() (out [][]byte) {
+			tr := wiretest.Trace()
+			return append(out, mustJSON(t, wire.NewTrace(&tr)), mustJSON(t, wire.NewTrace(&thread.Trace{RunID: "x"})))
 		}},
 		{"runs.ndjson", func() (out [][]byte) {
 			for _, r := range wiretest.Runs() {

@@ -177,3 +177,19 @@ func Runs() []thread.Run {
 			CreatedAt: Times[0], FinishedAt: &fin, LastSequence: 99},
 	}
 }
+
+// Trace is a failed run's trace: a span of every operation and state.
+func Trace() thread.Trace {
+	t0 := time.Date(2026, 11, 23, 1, 2, 3, 456789000, time.UTC)
+	t1 := t0.Add(1500 * time.Millisecond)
+	parent := "run"
+	in, out := 12, 34
+	return thread.Trace{RunID: "r <1>", ThreadID: "t", Status: thread.RunFailed, Spans: []thread.Span{
+		{SpanID: "run", Name: "invoke_agent demo", Operation: thread.OpInvokeAgent, Start: t0, End: &t1, Status: thread.SpanError,
+			Error: &thread.SpanFailure{Type: "model_error", Message: "down & <out>"}, Model: "demo", FirstSeq: 1, LastSeq: 9},
+		{SpanID: "s1", ParentID: &parent, Name: "chat demo", Operation: thread.OpChat, Start: t0, Status: thread.SpanRunning,
+			Model: "demo", InputTokens: &in, OutputTokens: &out, FinishReason: "tool-calls", FirstSeq: 2, LastSeq: 5},
+		{SpanID: "c1", ParentID: &parent, Name: "execute_tool calculator", Operation: thread.OpExecuteTool, Start: t1, End: &t1,
+			Status: thread.SpanOK, ToolName: "calculator", ToolCallID: "c1", FirstSeq: 6, LastSeq: 7},
+	}}
+}
