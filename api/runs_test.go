@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/threadtest/wait"
@@ -36,7 +36,7 @@ func TestRunNewMessage(t *testing.T) {
 	if n := len(evs); n != 12+2 {
 		t.Fatalf("events: got %d, want 12 tokens + 2 snapshots", n)
 	}
-	want := model.BuiltinText("hello there", 1, 12)
+	want := builtin.BuiltinText("hello there", 1, 12)
 	asst := checkNewMessageStream(t, evs, final, "hello there", want)
 	checkNewMessageStored(t, e, tid, evs[0].RunID, asst.ID, want, "hello there")
 }
@@ -139,7 +139,7 @@ func TestForkShapes(t *testing.T) {
 	}
 	// The regenerate is the thread's 4th write, so the built-in model's call
 	// is 4 and its text differs from the first reply (call 3).
-	if got, want := sib[1].Text(), model.BuiltinText("second", 4, 8); got != want || got == a2.Text() {
+	if got, want := sib[1].Text(), builtin.BuiltinText("second", 4, 8); got != want || got == a2.Text() {
 		t.Fatalf("regenerated text: got %q, want %q (not the first reply's %q)", got, want, a2.Text())
 	}
 
@@ -629,8 +629,8 @@ func TestTitleModel(t *testing.T) {
 	e.turn(tid, "hello there", nil)
 	// The built-in model answers the title prompt deterministically: its
 	// last user message is the exchange.
-	reply := model.BuiltinText("hello there", 1, 8)
-	want := thread.TitleFrom(model.BuiltinText("User: hello there\n\nAssistant: "+reply, 0, 8))
+	reply := builtin.BuiltinText("hello there", 1, 8)
+	want := thread.TitleFrom(builtin.BuiltinText("User: hello there\n\nAssistant: "+reply, 0, 8))
 	var title *string
 	wait.Eventually(t, 10*time.Second, func() bool {
 		_, b := e.do("GET", "/api/v1/threads/"+tid, nil)

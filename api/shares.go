@@ -15,8 +15,8 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // ShareStore keeps share links. Every method returns not_found for a share

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // TestStatusesCoverEveryCode keeps the one code-to-status table whole: a

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // The text policy, decided here once for every request: every string a

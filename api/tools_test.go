@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadline/threadline/api"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread"
 )
 
 type toolsAnswer struct {
@@ -90,7 +91,7 @@ type renamed struct {
 	name string
 }
 
-func (r renamed) Spec() tool.Spec {
+func (r renamed) Spec() thread.ToolSpec {
 	s := r.Tool.Spec()
 	s.Name = r.name
 	return s

@@ -13,7 +13,7 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread/export"
 )
 

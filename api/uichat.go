@@ -14,8 +14,8 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // The AI SDK UI message stream routes (POST /ui/chat, GET

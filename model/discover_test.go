@@ -99,15 +99,21 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-func TestOpenAIChatModel(t *testing.T) {
+func TestOllamaURL(t *testing.T) {
 	t.Parallel()
-	for id, want := range map[string]bool{
-		"gpt-4o": true, "gpt-4.1-mini": true, "o3": true, "o4-mini": true, "chatgpt-4o-latest": true,
-		"text-embedding-3-small": false, "gpt-4o-audio-preview": false, "gpt-4o-realtime-preview": false,
-		"tts-1": false, "dall-e-3": false, "gpt-image-1": false, "whisper-1": false, "gpt-3.5-turbo-instruct": false,
-	} {
-		if got := openAIChatModel(id); got != want {
-			t.Errorf("openAIChatModel(%q) = %v, want %v", id, got, want)
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"127.0.0.1", "http://127.0.0.1:11434"},
+		{"0.0.0.0:11434", "http://127.0.0.1:11434"},
+		{"gpu-box:8080", "http://gpu-box:8080"},
+		{"http://gpu-box:11434/", "http://gpu-box:11434"},
+		{"https://ollama.example.com", "https://ollama.example.com:443"},
+		{"http://proxy:80/ollama", "http://proxy:80/ollama"},
+		{"[::1]:11434", "http://[::1]:11434"},
+	}
+	for _, tc := range tests {
+		if got := ollamaURL(tc.in); got != tc.want {
+			t.Errorf("ollamaURL(%q): got %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

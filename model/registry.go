@@ -16,11 +16,12 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/acp"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/mcp"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/model/provider"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Models = (*Registry)(nil)
@@ -28,10 +29,10 @@ var _ thread.Models = (*Registry)(nil)
 // Providers a model can use.
 const (
 	ProviderBuiltin   = "builtin"
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
-	ProviderGoogleAI  = "googleai"
-	ProviderOllama    = "ollama"
+	ProviderOpenAI    = provider.OpenAI
+	ProviderAnthropic = provider.Anthropic
+	ProviderGoogleAI  = provider.GoogleAI
+	ProviderOllama    = provider.Ollama
 	// ProviderACP is an external agent of THREADLINE_ACP_CONFIG, named
 	// "acp:<name>" (package model/acp).
 	ProviderACP = "acp"
@@ -153,8 +154,8 @@ type entry struct {
 	provider string
 	model    string
 	budget   int
-	spec     providerSpec // provider models
-	missing  string       // the key variable to set; "" when configured
+	spec     provider.Spec // provider models
+	missing  string        // the key variable to set; "" when configured
 
 	once sync.Once
 	m    thread.Model
@@ -169,8 +170,8 @@ func (e *entry) configured() bool { return e.missing == "" }
 type Registry struct {
 	getenv    func(string) string
 	transport http.RoundTripper
-	builtin   *Builtin
-	pacer     *Pacer // paces every built-in model of the registry
+	builtin   *builtin.Builtin
+	pacer     *builtin.Pacer // paces every built-in model of the registry
 	named     map[string]*entry
 	order     []string // listed names, builtin first
 	def       string
@@ -187,7 +188,7 @@ type Registry struct {
 // paced stream does if nobody did).
 func (r *Registry) Start() { r.pacer.Start() }
 
-// Stop stops it: streams still paced end with ErrPacerStopped. Call it
+// Stop stops it: streams still paced end with builtin.ErrPacerStopped. Call it
 // once no run uses the registry's models any more.
 func (r *Registry) Stop() {
 	r.pacer.Stop()
@@ -275,7 +276,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	tokens := DefaultBuiltinTokens
+	tokens := builtin.DefaultBuiltinTokens
 	if v := strings.TrimSpace(getenv(EnvBuiltinTokens)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -301,17 +302,17 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	}
 	r := &Registry{
 		getenv:    getenv,
-		transport: newTransport(),
-		builtin:   NewBuiltin(tokens, delay),
-		pacer:     NewPacer(),
+		transport: provider.NewTransport(),
+		builtin:   builtin.NewBuiltin(tokens, delay),
+		pacer:     builtin.NewPacer(),
 		named:     map[string]*entry{},
 		cache:     map[string]*entry{},
 	}
 	r.builtin.Pacer = r.pacer
-	r.named[BuiltinName] = &entry{name: BuiltinName, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, "", tokens, delay)}
-	r.order = append(r.order, BuiltinName)
+	r.named[builtin.BuiltinName] = &entry{name: builtin.BuiltinName, provider: ProviderBuiltin, model: builtin.BuiltinName, m: r.builtinModel(mode, "", tokens, delay)}
+	r.order = append(r.order, builtin.BuiltinName)
 	for _, m := range []string{BuiltinWords, BuiltinDemo} {
-		name := BuiltinName + ":" + m
+		name := builtin.BuiltinName + ":" + m
 		r.named[name] = &entry{name: name, provider: ProviderBuiltin, model: m, m: r.builtinModel(m, name, tokens, delay)}
 		if m != mode {
 			r.order = append(r.order, name)
@@ -347,7 +348,7 @@ func NewRegistry(getenv func(string) string) (*Registry, error) {
 	if err := r.addAgents(); err != nil {
 		return nil, err
 	}
-	r.def = BuiltinName
+	r.def = builtin.BuiltinName
 	for _, d := range []struct{ from, name string }{{EnvDefaultModel, strings.TrimSpace(getenv(EnvDefaultModel))}, {"the models file's default", fileDefault}} {
 		if d.name == "" {
 			continue
@@ -403,16 +404,16 @@ const (
 // ("" for "builtin").
 func (r *Registry) builtinModel(mode, name string, tokens int, delay time.Duration) thread.Model {
 	if mode == BuiltinDemo {
-		return &Demo{Name: name, Delay: max(delay, 0), Pacer: r.pacer}
+		return &builtin.Demo{Name: name, Delay: max(delay, 0), Pacer: r.pacer}
 	}
-	b := NewBuiltin(tokens, delay)
+	b := builtin.NewBuiltin(tokens, delay)
 	b.Name, b.Pacer = name, r.pacer
 	return b
 }
 
 // builtinMode is the mode "builtin" resolves to.
 func (r *Registry) builtinMode() string {
-	if _, ok := r.named[BuiltinName].m.(*Demo); ok {
+	if _, ok := r.named[builtin.BuiltinName].m.(*builtin.Demo); ok {
 		return BuiltinDemo
 	}
 	return BuiltinWords
@@ -469,7 +470,7 @@ func (r *Registry) builtinFileEntry(mc ModelConfig) (*entry, error) {
 	if mode == BuiltinDemo && mc.Tokens != nil {
 		return nil, errcode.New(errcode.Invalid, "model %q: tokens are for the words model (the demo's replies have their own length)", mc.Name)
 	}
-	e := &entry{name: mc.Name, provider: ProviderBuiltin, model: BuiltinName, m: r.builtinModel(mode, mc.Name, tokens, delay)}
+	e := &entry{name: mc.Name, provider: ProviderBuiltin, model: builtin.BuiltinName, m: r.builtinModel(mode, mc.Name, tokens, delay)}
 	if mc.ContextBudget != nil {
 		e.budget = *mc.ContextBudget
 	}
@@ -510,20 +511,20 @@ func knownProvider(p string) bool {
 // providerEntry builds the entry of a provider model, reading its key and
 // endpoint from the environment.
 func (r *Registry) providerEntry(name string, mc ModelConfig) *entry {
-	s := providerSpec{
-		name:      name,
-		provider:  mc.Provider,
-		model:     mc.Model,
-		baseURL:   mc.BaseURL,
-		timeout:   time.Duration(mc.Timeout),
-		maxTokens: mc.MaxTokens,
-		vision:    mc.Provider != ProviderOllama,
+	s := provider.Spec{
+		Name:      name,
+		Provider:  mc.Provider,
+		Model:     mc.Model,
+		BaseURL:   mc.BaseURL,
+		Timeout:   time.Duration(mc.Timeout),
+		MaxTokens: mc.MaxTokens,
+		Vision:    mc.Provider != ProviderOllama,
 	}
-	if s.timeout == 0 {
-		s.timeout = DefaultTimeout
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
 	}
 	if mc.Vision != nil {
-		s.vision = *mc.Vision
+		s.Vision = *mc.Vision
 	}
 	e := &entry{name: name, provider: mc.Provider, model: mc.Model, budget: DefaultContextBudget}
 	if mc.ContextBudget != nil {
@@ -544,22 +545,22 @@ func (r *Registry) providerEntry(name string, mc ModelConfig) *entry {
 	}
 	for _, v := range keyVars {
 		if k := strings.TrimSpace(r.getenv(v)); k != "" {
-			s.key, s.keyEnv = k, v
+			s.Key, s.KeyEnv = k, v
 			break
 		}
 	}
-	if s.key == "" && len(keyVars) > 0 {
+	if s.Key == "" && len(keyVars) > 0 {
 		e.missing = strings.Join(keyVars, " (or ") + strings.Repeat(")", len(keyVars)-1)
 	}
-	if s.baseURL == "" {
+	if s.BaseURL == "" {
 		switch mc.Provider {
 		case ProviderOpenAI:
-			s.baseURL = strings.TrimSpace(r.getenv(EnvOpenAIBaseURL))
+			s.BaseURL = strings.TrimSpace(r.getenv(EnvOpenAIBaseURL))
 		case ProviderAnthropic:
-			s.baseURL = strings.TrimSpace(r.getenv(EnvAnthropicURL))
+			s.BaseURL = strings.TrimSpace(r.getenv(EnvAnthropicURL))
 		case ProviderOllama:
-			s.baseURL = ollamaURL(r.getenv(EnvOllamaHost))
-			if s.baseURL == "" && e.missing == "" {
+			s.BaseURL = ollamaURL(r.getenv(EnvOllamaHost))
+			if s.BaseURL == "" && e.missing == "" {
 				e.missing = EnvOllamaHost
 			}
 		}
@@ -656,7 +657,7 @@ func (r *Registry) model(e *entry) thread.Model {
 		case !e.configured():
 			e.m = notConfigured{msg: fmt.Sprintf("set %s to use %s", e.missing, e.name)}
 		default:
-			e.m = newProviderModel(e.spec, r.transport)
+			e.m = provider.New(e.spec, r.transport)
 		}
 	})
 	return e.m
@@ -694,11 +695,7 @@ func (r *Registry) ContextBudget(name string) int {
 // notConfigured is a known model whose key is missing.
 type notConfigured struct{ msg string }
 
-func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
+// Stream implements thread.Model: it fails with model_not_configured.
+func (n notConfigured) Stream(context.Context, thread.ModelRequest, func(thread.Delta) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
-}
-
-// StreamStep implements Stepper: it fails like Stream.
-func (n notConfigured) StreamStep(context.Context, step.Request, func(step.Delta) error) (step.Result, error) {
-	return step.Result{}, &errcode.Error{Code: errcode.ModelNotConfigured, Message: n.msg}
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func envFunc(vars map[string]string) func(string) string {
@@ -37,7 +37,7 @@ func newRegistry(t *testing.T, vars map[string]string) *model.Registry {
 
 // streamErr runs a model on a small request and returns its error.
 func streamErr(m thread.Model) error {
-	_, err := m.Stream(context.Background(), userReq("hi", 1), func(string) error { return nil })
+	_, err := streamText(m, context.Background(), userReq("hi", 1), func(string) error { return nil })
 	return err
 }
 
@@ -84,7 +84,7 @@ func TestRegistryEnvConventions(t *testing.T) {
 				// before it touches the network.
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				if _, err := m.Stream(ctx, userReq("hi", 1), func(string) error { return nil }); !errors.Is(err, context.Canceled) {
+				if _, err := streamText(m, ctx, userReq("hi", 1), func(string) error { return nil }); !errors.Is(err, context.Canceled) {
 					t.Fatalf("Stream on a cancelled context: got %v, want context.Canceled from a configured model", err)
 				}
 				if tc.wantName == "builtin" {
@@ -333,7 +333,7 @@ func TestRegistryBuiltinModes(t *testing.T) {
 			t.Fatalf("mode %q Resolve(%q): got %q, %v", tc.mode, tc.name, name, err)
 		}
 		var text strings.Builder
-		res, err := m.Stream(context.Background(), userReq("hello", 1), func(s string) error { text.WriteString(s); return nil })
+		res, err := streamText(m, context.Background(), userReq("hello", 1), func(s string) error { text.WriteString(s); return nil })
 		isDemo := strings.Contains(text.String(), "built-in model")
 		if err != nil || isDemo != tc.wantDemo || res.Model != tc.name {
 			t.Errorf("mode %q %s: got %q (model %q, %v), want demo=%v and model %q", tc.mode, tc.name, text.String(), res.Model, err, tc.wantDemo, tc.name)

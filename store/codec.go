@@ -10,8 +10,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Segment encoding. A live segment holds token texts; a compact segment (the

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // errUnavailable is the database outage as callers see it: a 503 with

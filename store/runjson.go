@@ -9,8 +9,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 type storedRunConfig struct {

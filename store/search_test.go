@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // searchFixture is a store with threads of two callers.

@@ -5,27 +5,15 @@ import (
 	"encoding/json"
 
 	"github.com/google/uuid"
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/model/tool"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
-// Stepper is a model that takes one step of an agent run: it streams typed
-// deltas and sees the tools and the turn's earlier steps with their
-// results. It is model.Stepper's method; a resolved Model that implements
-// it runs as an agent (see the engine's drive), any other streams text only.
-//
-// Errors are those of Model.Stream; onDelta is not called after it returns.
-type Stepper interface {
-	StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error)
-}
-
-// Tools runs the server tools agent runs may call (*tool.Registry). Call
+// Tools runs the server tools agent runs may call (model/tool's Registry). Call
 // answers every failure of a tool as an IsError result; its error is only
 // ctx's, when the run is cancelled.
 type Tools interface {
-	Specs() []tool.Spec
-	Call(ctx context.Context, name string, args json.RawMessage) (tool.Result, error)
+	Specs() []ToolSpec
+	Call(ctx context.Context, name string, args json.RawMessage) (ToolOutput, error)
 }
 
 // RawSink keeps what a run's provider and tools exchanged, for audit: the
@@ -66,7 +54,7 @@ func (c *RunConfig) validateAgent() error {
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Tools {
-		if !tool.ValidName(t.Name) {
+		if !ValidToolName(t.Name) {
 			return errcode.New(errcode.Invalid, "run_config.tools[%d].name must be 1 to 64 letters, digits, _ or -, got %q", i, t.Name)
 		}
 		if seen[t.Name] {
@@ -99,15 +87,15 @@ func (c *RunConfig) IsClient(name string) bool {
 }
 
 // ClientSpecs returns the run's client tools as the model is told them.
-func (c *RunConfig) ClientSpecs() []tool.Spec {
-	var out []tool.Spec
+func (c *RunConfig) ClientSpecs() []ToolSpec {
+	var out []ToolSpec
 	for _, t := range c.Tools {
 		if t.Client {
 			params := t.Parameters
 			if params == nil {
 				params = json.RawMessage(`{"type":"object"}`)
 			}
-			out = append(out, tool.Spec{Name: t.Name, Description: t.Description, Parameters: params})
+			out = append(out, ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
 		}
 	}
 	return out

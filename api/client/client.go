@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // Client talks to one Threadline service. Its zero value is not usable;

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/api/client"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // fastRetry keeps the tests' waits short.

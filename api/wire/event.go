@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // The stream events (docs/api.md, "Events"). A new event kind is written

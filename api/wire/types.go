@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // Event kinds of a run's stream.

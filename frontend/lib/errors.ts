@@ -6,7 +6,7 @@
 import { ApiError } from "./api";
 import type { RunError } from "./reducer";
 
-/** The service's error codes (thread/errcode) as sentences. */
+/** The service's error codes (checkpoint/errcode) as sentences. */
 const SENTENCES: Readonly<Record<string, string>> = {
   run_in_progress: "A reply is still being written in this thread (perhaps in another tab).",
   bad_gateway: "The Threadline service is not answering.",

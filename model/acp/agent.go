@@ -16,13 +16,11 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Model = (*Agent)(nil)
-var _ thread.Stepper = (*Agent)(nil)
 
 // Agent is the model "acp:<name>": each run spawns the agent process,
 // initializes it, opens a new session (session/new, with the service's
@@ -70,48 +68,14 @@ func (a *Agent) Close() {
 	}
 }
 
-// Stream implements thread.Model: the turn's text only. A permission the
-// agent asks for cannot be given in a chat call: it is refused and the
-// call fails.
-func (a *Agent) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	sreq := step.Request{Call: req.Call, Temperature: req.Temperature}
-	for _, m := range req.Messages {
-		msg := step.Message{Role: m.Role, Attachments: m.Attachments}
-		for _, p := range m.Parts {
-			msg.Parts = append(msg.Parts, step.Part{Type: p.Type, Text: p.Text, Image: p.Image})
-		}
-		sreq.Messages = append(sreq.Messages, msg)
-	}
-	res, err := a.step(ctx, sreq, func(d step.Delta) error {
-		if d.Kind == step.Text && d.Text != "" {
-			return onToken(d.Text)
-		}
-		return nil
-	}, false)
-	if err == nil && res.Waiting {
-		err = a.fail("it asked for a permission, which a chat call cannot give")
-	}
-	stop := res.StopReason
-	if stop == step.StopToolCalls {
-		stop = step.StopDone
-	}
-	return thread.ModelResult{Model: a.name, StopReason: stop}, err
-}
-
-// StreamStep implements thread.Stepper: the whole agent turn, or its part
+// Stream implements thread.Model: the whole agent turn, or its part
 // up to a permission (then Result.Waiting). Errors: model_error for a
 // process that cannot start, exits, writes what is not JSON-RPC or a line
 // over max_message_bytes, or answers with an error; model_timeout when it
 // stays silent for timeout; ctx's error when the run is cancelled (the
 // agent is sent session/cancel first). The process is killed and reaped
 // whenever the step does not end waiting.
-func (a *Agent) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
-	return a.step(ctx, req, onDelta, true)
-}
-
-// step is StreamStep; a step that ends waiting keeps its process only
-// when park is set (else it is killed and the result still says Waiting).
-func (a *Agent) step(ctx context.Context, req step.Request, onDelta func(step.Delta) error, park bool) (step.Result, error) {
+func (a *Agent) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	var s *session
 	var err error
 	if len(req.Approvals) > 0 {
@@ -120,17 +84,17 @@ func (a *Agent) step(ctx context.Context, req step.Request, onDelta func(step.De
 		s, err = a.start(ctx, req)
 	}
 	if err != nil {
-		return step.Result{Model: a.name}, err
+		return thread.ModelResult{Model: a.name}, err
 	}
 	s.setRaw(req.OnRaw, req.OnRawSent)
 	res, err := s.pump(ctx, onDelta, req.Approvals)
 	s.setRaw(nil, nil)
 	res.Model = a.name
-	if err == nil && res.Waiting && park && a.park(s) {
+	if err == nil && res.Waiting && a.park(s) {
 		return res, nil
 	}
 	s.close()
-	if err == nil && res.Waiting && park {
+	if err == nil && res.Waiting {
 		err = a.fail("the service is stopping")
 	}
 	return res, err
@@ -142,7 +106,7 @@ func (a *Agent) fail(format string, args ...any) error {
 
 // start spawns the process and opens the session; the prompt is sent
 // and its answer awaited in the background.
-func (a *Agent) start(ctx context.Context, req step.Request) (*session, error) {
+func (a *Agent) start(ctx context.Context, req thread.ModelRequest) (*session, error) {
 	s := newSession(a)
 	s.setRaw(req.OnRaw, req.OnRawSent)
 	p, err := spawn(a.cfg, a.getenv, s.rawLine)
@@ -200,7 +164,7 @@ func (a *Agent) take(key string) *session {
 }
 
 // unpark finds the process the approvals answer.
-func (a *Agent) unpark(approvals []step.Approval) (*session, error) {
+func (a *Agent) unpark(approvals []thread.ModelApproval) (*session, error) {
 	var perm struct {
 		Key string `json:"key"`
 	}

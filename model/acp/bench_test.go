@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/model/acp"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
@@ -22,7 +21,7 @@ import (
 
 // BenchmarkUpdateLatency measures how long an agent_message_chunk takes
 // from the agent's write to its stdout to where the service hands it on:
-// "model" to Agent.StreamStep's onDelta (the pipe, the tap, the SDK and
+// "model" to Agent.Stream's onDelta (the pipe, the tap, the SDK and
 // the mapping), "engine" to a follower of the run (FollowRun's callback,
 // what the API writes to a client's stream) through the engine's log and
 // publication on the in-memory store. One run of b.N chunks, one every
@@ -34,8 +33,8 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		defer a.Close()
 		var lat []time.Duration
 		b.ResetTimer()
-		_, err := a.StreamStep(context.Background(), step.Request{Messages: []step.Message{{Role: "user", Parts: []step.Part{{Type: "text", Text: "go"}}}}},
-			func(d step.Delta) error {
+		_, err := a.Stream(context.Background(), thread.ModelRequest{Messages: []thread.ModelMessage{{Role: "user", Parts: []thread.ModelPart{{Type: "text", Text: "go"}}}}},
+			func(d thread.Delta) error {
 				lat = append(lat, since(d.Text))
 				return nil
 			})

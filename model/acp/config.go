@@ -30,7 +30,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // EnvConfig is the variable naming the config file.

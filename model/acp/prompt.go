@@ -4,15 +4,14 @@ import (
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
-
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/thread"
 )
 
 // promptBlocks is the prompt of a run: the branch's earlier messages
 // replayed as one text block (the system message, then each message with
 // its role; an assistant turn's tool calls as one line each with their
 // result), then the message answered, its text and images as blocks.
-func promptBlocks(msgs []step.Message) []sdk.ContentBlock {
+func promptBlocks(msgs []thread.ModelMessage) []sdk.ContentBlock {
 	if len(msgs) == 0 {
 		return []sdk.ContentBlock{sdk.TextBlock("")}
 	}
@@ -30,11 +29,11 @@ func promptBlocks(msgs []step.Message) []sdk.ContentBlock {
 	}
 	for _, p := range last.Parts {
 		switch p.Type {
-		case step.PartImage:
+		case thread.PartImage:
 			if mime, data, ok := dataURL(p.Image); ok {
 				out = append(out, sdk.ImageBlock(data, mime))
 			}
-		case step.PartText, "":
+		case thread.PartText, "":
 			if p.Text != "" {
 				out = append(out, sdk.TextBlock(p.Text))
 			}
@@ -50,10 +49,10 @@ func promptBlocks(msgs []step.Message) []sdk.ContentBlock {
 }
 
 // writeParts writes a replayed message's parts as text.
-func writeParts(b *strings.Builder, parts []step.Part) {
+func writeParts(b *strings.Builder, parts []thread.ModelPart) {
 	for _, p := range parts {
 		switch {
-		case p.Type == step.PartToolCall && p.Call != nil:
+		case p.Type == thread.PartToolCall && p.Call != nil:
 			res := "no result"
 			if p.Call.Result != nil {
 				res = clip(p.Call.Result, 500)
@@ -62,9 +61,9 @@ func writeParts(b *strings.Builder, parts []step.Part) {
 				res = "error: " + res
 			}
 			b.WriteString("(tool call " + p.Call.Name + " " + clip([]byte(p.Call.ArgsText), 300) + " -> " + res + ")\n")
-		case p.Type == step.PartImage:
+		case p.Type == thread.PartImage:
 			b.WriteString("(an image)\n")
-		case p.Type == step.PartReasoning:
+		case p.Type == thread.PartReasoning:
 		case p.Text != "":
 			b.WriteString(p.Text + "\n")
 		}

@@ -10,22 +10,22 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/thread"
 )
 
 // pump streams the turn to onDelta until the prompt's answer (the turn's
 // end), a permission request (Result.Waiting), a failure of the agent,
 // its silence for the timeout, or ctx's end (then session/cancel). A
 // continuation first answers the permissions it was asked.
-func (s *session) pump(ctx context.Context, onDelta func(step.Delta) error, approvals []step.Approval) (step.Result, error) {
-	emit := func(d step.Delta) error {
+func (s *session) pump(ctx context.Context, onDelta func(thread.Delta) error, approvals []thread.ModelApproval) (thread.ModelResult, error) {
+	emit := func(d thread.Delta) error {
 		s.rawMu.Lock()
 		defer s.rawMu.Unlock()
 		return onDelta(d)
 	}
 	if err := s.answer(approvals); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
 	timeout := time.Duration(s.a.cfg.Timeout)
 	idle := time.NewTimer(timeout)
@@ -37,35 +37,35 @@ func (s *session) pump(ctx context.Context, onDelta func(step.Delta) error, appr
 				return s.ask(ev.perm, emit)
 			}
 			if err := s.update(ev.update, emit); err != nil {
-				return step.Result{}, err
+				return thread.ModelResult{}, err
 			}
 		case pr := <-s.promptDone:
 			return s.end(pr, emit)
 		case <-s.proc.failed:
-			return step.Result{}, s.a.fail("%s", s.proc.reason())
+			return thread.ModelResult{}, s.a.fail("%s", s.proc.reason())
 		case <-s.proc.exited:
 			select {
 			case pr := <-s.promptDone:
 				return s.end(pr, emit)
 			default:
 			}
-			return step.Result{}, s.a.fail("%s", s.proc.reason())
+			return thread.ModelResult{}, s.a.fail("%s", s.proc.reason())
 		case <-idle.C:
 			if quiet := time.Since(time.Unix(0, s.proc.seen.Load())); quiet < timeout {
 				idle.Reset(timeout - quiet)
 				continue
 			}
-			return step.Result{}, &errcode.Error{Code: errcode.ModelTimeout,
+			return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelTimeout,
 				Message: fmt.Sprintf("acp agent %s: nothing from the agent for %s", s.a.name, timeout)}
 		case <-ctx.Done():
 			s.cancel()
-			return step.Result{}, ctx.Err()
+			return thread.ModelResult{}, ctx.Err()
 		}
 	}
 }
 
 // answer gives the agent the person's answers to its permissions.
-func (s *session) answer(approvals []step.Approval) error {
+func (s *session) answer(approvals []thread.ModelApproval) error {
 	for _, ap := range approvals {
 		w := s.pending[ap.ToolCallID]
 		if w == nil {
@@ -104,11 +104,11 @@ func choose(opts []sdk.PermissionOption, approved bool) sdk.RequestPermissionOut
 
 // ask opens the call the permission is about (if the agent did not) and
 // sends its permission part; the step ends waiting.
-func (s *session) ask(w *permWait, emit func(step.Delta) error) (step.Result, error) {
+func (s *session) ask(w *permWait, emit func(thread.Delta) error) (thread.ModelResult, error) {
 	tc := w.req.ToolCall
 	id := string(tc.ToolCallId)
 	if err := s.open(id, deref(tc.Title), tc.RawInput, emit); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
 	s.pending[id] = w
 	type option struct {
@@ -122,24 +122,24 @@ func (s *session) ask(w *permWait, emit func(step.Delta) error) (step.Result, er
 	}
 	b, _ := json.Marshal(map[string]any{"id": "permission_" + id, "toolCallId": id, "title": deref(tc.Title),
 		"options": opts, "key": s.key})
-	if err := emit(step.Delta{Kind: step.Data, Name: step.PermissionPart, Data: b}); err != nil {
-		return step.Result{}, err
+	if err := emit(thread.Delta{Kind: thread.DeltaData, Name: thread.PermissionPart, Data: b}); err != nil {
+		return thread.ModelResult{}, err
 	}
-	return step.Result{StopReason: step.StopToolCalls, Waiting: true}, nil
+	return thread.ModelResult{StopReason: thread.StopToolCalls, Waiting: true}, nil
 }
 
 // end is the turn's end: every call the agent left open is answered as an
 // error, and its stop reason becomes the step's.
-func (s *session) end(pr promptResult, emit func(step.Delta) error) (step.Result, error) {
+func (s *session) end(pr promptResult, emit func(thread.Delta) error) (thread.ModelResult, error) {
 	if pr.err != nil {
-		return step.Result{}, s.a.fail("session/prompt: %s", s.why(pr.err))
+		return thread.ModelResult{}, s.a.fail("session/prompt: %s", s.why(pr.err))
 	}
 	for {
 		select { // updates handed on before the answer
 		case ev := <-s.events:
 			if ev.update != nil {
 				if err := s.update(ev.update, emit); err != nil {
-					return step.Result{}, err
+					return thread.ModelResult{}, err
 				}
 			} else {
 				ev.perm.reply <- sdk.NewRequestPermissionOutcomeCancelled()
@@ -160,20 +160,20 @@ func (s *session) end(pr promptResult, emit func(step.Delta) error) (step.Result
 		}
 		b, _ := json.Marshal(map[string]string{"status": "not completed", "error": why})
 		c.done = true
-		if err := emit(step.Delta{Kind: step.ToolResult, ToolCallID: id, Data: b, IsError: true}); err != nil {
-			return step.Result{}, err
+		if err := emit(thread.Delta{Kind: thread.DeltaToolResult, ToolCallID: id, Data: b, IsError: true}); err != nil {
+			return thread.ModelResult{}, err
 		}
 	}
-	res := step.Result{StopReason: step.StopDone}
+	res := thread.ModelResult{StopReason: thread.StopDone}
 	if u := pr.resp.Usage; u != nil {
 		res.PromptTokens, res.CompletionTokens = u.InputTokens, u.OutputTokens
 	}
 	switch pr.resp.StopReason {
 	case sdk.StopReasonEndTurn:
 	case sdk.StopReasonMaxTokens, sdk.StopReasonMaxTurnRequests:
-		res.StopReason = step.StopLength
+		res.StopReason = thread.StopLength
 	case sdk.StopReasonRefusal:
-		res.StopReason = step.StopContentFilter
+		res.StopReason = thread.StopContentFilter
 	case sdk.StopReasonCancelled:
 		return res, s.a.fail("the agent ended the turn as cancelled, unasked")
 	default:
@@ -209,13 +209,13 @@ func (s *session) cancel() {
 }
 
 // update maps one session update to deltas.
-func (s *session) update(n *sdk.SessionNotification, emit func(step.Delta) error) error {
+func (s *session) update(n *sdk.SessionNotification, emit func(thread.Delta) error) error {
 	u := n.Update
 	switch {
 	case u.AgentMessageChunk != nil:
-		return s.content(u.AgentMessageChunk.Content, step.Text, emit)
+		return s.content(u.AgentMessageChunk.Content, thread.DeltaText, emit)
 	case u.AgentThoughtChunk != nil:
-		return s.content(u.AgentThoughtChunk.Content, step.Reasoning, emit)
+		return s.content(u.AgentThoughtChunk.Content, thread.DeltaReasoning, emit)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
 		id := string(tc.ToolCallId)
@@ -235,19 +235,19 @@ func (s *session) update(n *sdk.SessionNotification, emit func(step.Delta) error
 		}
 		return s.result(id, st, tc.Content, tc.RawOutput, emit)
 	case u.Plan != nil:
-		return emit(step.Delta{Kind: step.Data, Name: "plan", Data: planData(string(n.SessionId), u.Plan.Entries)})
+		return emit(thread.Delta{Kind: thread.DeltaData, Name: "plan", Data: planData(string(n.SessionId), u.Plan.Entries)})
 	}
 	return nil // other updates (commands, modes) are in the raw records only
 }
 
 // content maps a content block: text to kind, anything else to a data
 // part ("image", "audio", "resource" or "resource_link").
-func (s *session) content(c sdk.ContentBlock, kind step.Kind, emit func(step.Delta) error) error {
+func (s *session) content(c sdk.ContentBlock, kind thread.DeltaKind, emit func(thread.Delta) error) error {
 	if c.Text != nil {
 		if c.Text.Text == "" {
 			return nil
 		}
-		return emit(step.Delta{Kind: kind, Text: c.Text.Text})
+		return emit(thread.Delta{Kind: kind, Text: c.Text.Text})
 	}
 	name, v := blockData(c)
 	if v == nil {
@@ -257,7 +257,7 @@ func (s *session) content(c sdk.ContentBlock, kind step.Kind, emit func(step.Del
 	if err != nil {
 		return nil
 	}
-	return emit(step.Delta{Kind: step.Data, Name: name, Data: b})
+	return emit(thread.Delta{Kind: thread.DeltaData, Name: name, Data: b})
 }
 
 // blockData is a non-text content block as a data part.
@@ -285,7 +285,7 @@ func blockData(c sdk.ContentBlock) (string, any) {
 }
 
 // open opens the call id unless the turn has it.
-func (s *session) open(id, title string, input any, emit func(step.Delta) error) error {
+func (s *session) open(id, title string, input any, emit func(thread.Delta) error) error {
 	if _, ok := s.calls[id]; ok {
 		return nil
 	}
@@ -300,13 +300,13 @@ func (s *session) open(id, title string, input any, emit func(step.Delta) error)
 			args = string(b)
 		}
 	}
-	return emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: title, ArgsText: args})
+	return emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: title, ArgsText: args})
 }
 
 // result answers the call once its status is completed or failed: the
 // result is {"status", "output" (the raw output), "content" (text, diffs,
 // terminals)}.
-func (s *session) result(id string, st sdk.ToolCallStatus, content []sdk.ToolCallContent, output any, emit func(step.Delta) error) error {
+func (s *session) result(id string, st sdk.ToolCallStatus, content []sdk.ToolCallContent, output any, emit func(thread.Delta) error) error {
 	c := s.calls[id]
 	if c.done || (st != sdk.ToolCallStatusCompleted && st != sdk.ToolCallStatusFailed) {
 		return nil
@@ -323,7 +323,7 @@ func (s *session) result(id string, st sdk.ToolCallStatus, content []sdk.ToolCal
 	if err != nil {
 		b = []byte(`{"status":"` + string(st) + `"}`)
 	}
-	return emit(step.Delta{Kind: step.ToolResult, ToolCallID: id, Data: b, IsError: st == sdk.ToolCallStatusFailed})
+	return emit(thread.Delta{Kind: thread.DeltaToolResult, ToolCallID: id, Data: b, IsError: st == sdk.ToolCallStatusFailed})
 }
 
 // callContent is a call's content as JSON values: text as a string, other

@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 )
 
 // Config is the MCP config file.

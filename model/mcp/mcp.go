@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread"
 )
 
 // Options configure Open.
@@ -298,7 +299,7 @@ func (s *server) list(ctx context.Context) ([]tool.Tool, error) {
 			desc = t.Title
 		}
 		out = append(out, &mcpTool{srv: s, remote: t.Name,
-			spec: tool.Spec{Name: name, Description: desc, Parameters: params, Approval: s.cfg.Approval.needs(t.Name)}})
+			spec: thread.ToolSpec{Name: name, Description: desc, Parameters: params, Approval: s.cfg.Approval.needs(t.Name)}})
 	}
 	if len(bad) > 0 {
 		return out, fmt.Errorf("tool names too long or empty: %s", strings.Join(bad, ", "))
@@ -315,12 +316,12 @@ func isObject(b []byte) bool {
 type mcpTool struct {
 	srv    *server
 	remote string // the server's name for it
-	spec   tool.Spec
+	spec   thread.ToolSpec
 }
 
 var _ tool.Timeouter = (*mcpTool)(nil)
 
-func (t *mcpTool) Spec() tool.Spec { return t.spec }
+func (t *mcpTool) Spec() thread.ToolSpec { return t.spec }
 
 // Timeout implements tool.Timeouter: the server's timeout.
 func (t *mcpTool) Timeout() time.Duration { return t.srv.timeout() }
@@ -330,18 +331,18 @@ func (t *mcpTool) Timeout() time.Duration { return t.srv.timeout() }
 // is an error naming the server (the registry hands it to the model as an
 // IsError result), and a crashed stdio server is started again on a later
 // call. ctx's end cancels the call on the server.
-func (t *mcpTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+func (t *mcpTool) Call(ctx context.Context, args json.RawMessage) (thread.ToolOutput, error) {
 	cs, err := t.srv.sessionFor(ctx)
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("MCP server %s: %w", t.srv.cfg.Name, err)
+		return thread.ToolOutput{}, fmt.Errorf("MCP server %s: %w", t.srv.cfg.Name, err)
 	}
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
-			return tool.Result{}, ctx.Err()
+			return thread.ToolOutput{}, ctx.Err()
 		}
 		t.srv.drop(cs, err)
-		return tool.Result{}, fmt.Errorf("MCP server %s: %w", t.srv.cfg.Name, err)
+		return thread.ToolOutput{}, fmt.Errorf("MCP server %s: %w", t.srv.cfg.Name, err)
 	}
 	return convert(res), nil
 }
@@ -349,10 +350,10 @@ func (t *mcpTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, 
 // convert turns a call's result into a tool result: its structured content
 // when there is one, else its text (one text content as a string), else
 // its content list as JSON.
-func convert(res *sdk.CallToolResult) tool.Result {
+func convert(res *sdk.CallToolResult) thread.ToolOutput {
 	if res.StructuredContent != nil {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			return tool.Result{Value: b, IsError: res.IsError}
+			return thread.ToolOutput{Value: b, IsError: res.IsError}
 		}
 	}
 	var texts []string

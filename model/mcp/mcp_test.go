@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/mcp/mcptest"
 	"github.com/threadline/threadline/model/tool"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -85,7 +86,7 @@ func setup(t *testing.T, cfg mcp.Config) *tool.Registry {
 	return r
 }
 
-func call(t *testing.T, r *tool.Registry, name, args string) tool.Result {
+func call(t *testing.T, r *tool.Registry, name, args string) thread.ToolOutput {
 	t.Helper()
 	res, err := r.Call(context.Background(), name, json.RawMessage(args))
 	if err != nil {
@@ -270,7 +271,7 @@ func TestToolName(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("ToolName(%q, %q): got %q %v, want %q %v", tc.server, tc.tool, got, ok, tc.want, tc.ok)
 		}
-		if ok && !tool.ValidName(got) {
+		if ok && !thread.ValidToolName(got) {
 			t.Errorf("ToolName(%q, %q) = %q is not a valid tool name", tc.server, tc.tool, got)
 		}
 	}

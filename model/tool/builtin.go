@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // IANA zones on machines without a zoneinfo database
+
+	"github.com/threadline/threadline/thread"
 )
 
 // Builtins returns the built-in tools: calculator, clock (reading now,
@@ -28,7 +30,7 @@ func NewClock(now func() time.Time) *Clock {
 	return &Clock{now: now}
 }
 
-var clockSpec = Spec{
+var clockSpec = thread.ToolSpec{
 	Name:        "clock",
 	Description: "Tells the current date and time, in UTC or in the IANA time zone given (e.g. Europe/Paris).",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string",` +
@@ -36,7 +38,7 @@ var clockSpec = Spec{
 }
 
 // Spec implements Tool.
-func (*Clock) Spec() Spec { return clockSpec }
+func (*Clock) Spec() thread.ToolSpec { return clockSpec }
 
 // ClockResult is what the clock answers.
 type ClockResult struct {
@@ -48,7 +50,7 @@ type ClockResult struct {
 
 // Call implements Tool: args is {} or {"timezone": "Europe/Paris"}. An
 // unknown zone is an IsError result.
-func (c *Clock) Call(_ context.Context, args json.RawMessage) (Result, error) {
+func (c *Clock) Call(_ context.Context, args json.RawMessage) (thread.ToolOutput, error) {
 	var in struct {
 		Timezone string `json:"timezone"`
 	}
@@ -76,7 +78,7 @@ type Wait struct{}
 // MaxWait is the longest a wait call may ask for.
 const MaxWait = 60 * time.Second
 
-var waitSpec = Spec{
+var waitSpec = thread.ToolSpec{
 	Name:        "wait",
 	Description: "Waits the given number of seconds (at most 60), then says how long it waited. For trying out long-running tool calls.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":60,` +
@@ -84,14 +86,14 @@ var waitSpec = Spec{
 }
 
 // Spec implements Tool.
-func (Wait) Spec() Spec { return waitSpec }
+func (Wait) Spec() thread.ToolSpec { return waitSpec }
 
 // Timeout implements Timeouter: a wait may take its longest plus a margin.
 func (Wait) Timeout() time.Duration { return MaxWait + 5*time.Second }
 
 // Call implements Tool: args is {"seconds": n}. It returns ctx's error
 // when ctx ends first.
-func (Wait) Call(ctx context.Context, args json.RawMessage) (Result, error) {
+func (Wait) Call(ctx context.Context, args json.RawMessage) (thread.ToolOutput, error) {
 	var in struct {
 		Seconds *float64 `json:"seconds"`
 	}
@@ -107,6 +109,6 @@ func (Wait) Call(ctx context.Context, args json.RawMessage) (Result, error) {
 	case <-t.C:
 		return ValueResult(map[string]any{"waited_seconds": *in.Seconds}), nil
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return thread.ToolOutput{}, ctx.Err()
 	}
 }

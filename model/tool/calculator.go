@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/threadline/threadline/thread"
 )
 
 // Calculator evaluates arithmetic on numbers: + - * / % ^ (or **),
@@ -25,7 +27,7 @@ const MaxExpression = 4096
 // hostile expression cannot exhaust the stack.
 const maxDepth = 256
 
-var calculatorSpec = Spec{
+var calculatorSpec = thread.ToolSpec{
 	Name:        "calculator",
 	Description: "Evaluates an arithmetic expression on numbers: + - * / % ^, parentheses, unary minus, decimals. Returns the number.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string",` +
@@ -33,10 +35,10 @@ var calculatorSpec = Spec{
 }
 
 // Spec implements Tool.
-func (Calculator) Spec() Spec { return calculatorSpec }
+func (Calculator) Spec() thread.ToolSpec { return calculatorSpec }
 
 // Call implements Tool: args is {"expression": "…"}.
-func (Calculator) Call(_ context.Context, args json.RawMessage) (Result, error) {
+func (Calculator) Call(_ context.Context, args json.RawMessage) (thread.ToolOutput, error) {
 	var in struct {
 		Expression *string `json:"expression"`
 	}
@@ -47,7 +49,7 @@ func (Calculator) Call(_ context.Context, args json.RawMessage) (Result, error) 
 	if err != nil {
 		return ErrorResult(err.Error()), nil
 	}
-	return Result{Value: json.RawMessage(FormatNumber(v))}, nil
+	return thread.ToolOutput{Value: json.RawMessage(FormatNumber(v))}, nil
 }
 
 // Evaluate computes an arithmetic expression (see [Calculator]). Its error

@@ -2,7 +2,7 @@
 // interface, the [Registry] that names them (what GET /api/v1/tools lists)
 // and the built-in tools that need nothing: calculator, clock and wait.
 //
-// A tool answers with a [Result]: a JSON value and whether it is an error
+// A tool answers with a [thread.ToolOutput]: a JSON value and whether it is an error
 // the model should read ("division by zero"). Failures of the call itself
 // (a timeout, a crashed MCP server, a panic) also become isError results in
 // [Registry.Call], so the run goes on; only the end of the caller's context
@@ -13,33 +13,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/thread"
 )
-
-// Spec describes a tool, as GET /api/v1/tools lists it and as providers
-// are told about it.
-type Spec struct {
-	// Name matches ^[A-Za-z0-9_-]{1,64}$, the names every provider accepts.
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	// Parameters is a JSON Schema of the arguments object.
-	Parameters json.RawMessage `json:"parameters"`
-	// Approval says a person must approve each call before it runs.
-	Approval bool `json:"approval"`
-}
-
-// Result is what a tool answered: Value is a JSON value (a number, an
-// object, a string with the error message when IsError).
-type Result struct {
-	Value   json.RawMessage
-	IsError bool
-}
 
 // Tool is a server tool. Call runs it on args, a JSON object the model
 // wrote; it must return when ctx ends. A problem with the arguments or the
@@ -47,8 +28,8 @@ type Result struct {
 // could not be made at all (the registry reports it to the model as an
 // IsError result too).
 type Tool interface {
-	Spec() Spec
-	Call(ctx context.Context, args json.RawMessage) (Result, error)
+	Spec() thread.ToolSpec
+	Call(ctx context.Context, args json.RawMessage) (thread.ToolOutput, error)
 }
 
 // Timeouter is implemented by tools that want their own per-call timeout
@@ -61,25 +42,20 @@ type Timeouter interface {
 // otherwise.
 const DefaultTimeout = 30 * time.Second
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidName reports whether name is a tool name every provider accepts.
-func ValidName(name string) bool { return validName.MatchString(name) }
-
 // ErrorResult is an IsError result whose value is msg as a JSON string.
-func ErrorResult(msg string) Result {
+func ErrorResult(msg string) thread.ToolOutput {
 	b, _ := json.Marshal(msg)
-	return Result{Value: b, IsError: true}
+	return thread.ToolOutput{Value: b, IsError: true}
 }
 
 // ValueResult is a result holding v encoded as JSON; a value that cannot
 // be encoded is an IsError result saying so.
-func ValueResult(v any) Result {
+func ValueResult(v any) thread.ToolOutput {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return ErrorResult("the tool's result could not be encoded: " + err.Error())
 	}
-	return Result{Value: b}
+	return thread.ToolOutput{Value: b}
 }
 
 // Registry names the server tools. It is safe for concurrent use.
@@ -108,7 +84,7 @@ func (r *Registry) Add(tools ...Tool) error {
 	seen := map[string]bool{}
 	for _, t := range tools {
 		s := t.Spec()
-		if !ValidName(s.Name) {
+		if !thread.ValidToolName(s.Name) {
 			return errcode.New(errcode.Invalid, "tool name %q: want 1 to 64 letters, digits, _ or -", s.Name)
 		}
 		if !isObject(s.Parameters) {
@@ -131,9 +107,9 @@ func isObject(b json.RawMessage) bool {
 }
 
 // Specs lists every tool's spec, sorted by name.
-func (r *Registry) Specs() []Spec {
+func (r *Registry) Specs() []thread.ToolSpec {
 	r.mu.RLock()
-	out := make([]Spec, 0, len(r.tools))
+	out := make([]thread.ToolSpec, 0, len(r.tools))
 	for _, t := range r.tools {
 		out = append(out, t.Spec())
 	}
@@ -163,11 +139,11 @@ func (r *Registry) Names() []string {
 }
 
 // Call runs the tool named name on args with the tool's timeout. Every
-// outcome but the end of ctx is a Result the model reads: an unknown tool,
+// outcome but the end of ctx is a result the model reads: an unknown tool,
 // arguments that are not a JSON object, a timeout, a tool's error or panic
 // are IsError results with a message. When ctx ends (the run was
 // cancelled) Call returns as soon as the tool does, with ctx's error.
-func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (thread.ToolOutput, error) {
 	t, ok := r.Get(name)
 	if !ok {
 		return ErrorResult(fmt.Sprintf("there is no tool %q", name)), nil
@@ -202,10 +178,10 @@ var errTimeout = fmt.Errorf("tool call timed out")
 
 // safeCall runs t, turning a panic into an error so that one broken tool
 // does not take the process down.
-func safeCall(ctx context.Context, t Tool, args json.RawMessage) (res Result, err error) {
+func safeCall(ctx context.Context, t Tool, args json.RawMessage) (res thread.ToolOutput, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, err = Result{}, fmt.Errorf("%s failed: %v", t.Spec().Name, v)
+			res, err = thread.ToolOutput{}, fmt.Errorf("%s failed: %v", t.Spec().Name, v)
 		}
 	}()
 	return t.Call(ctx, args)
@@ -214,7 +190,7 @@ func safeCall(ctx context.Context, t Tool, args json.RawMessage) (res Result, er
 // withApproval marks a tool as needing approval.
 type withApproval struct{ Tool }
 
-func (w withApproval) Spec() Spec {
+func (w withApproval) Spec() thread.ToolSpec {
 	s := w.Tool.Spec()
 	s.Approval = true
 	return s

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
@@ -32,32 +30,28 @@ type stepClock struct {
 	returns   []time.Time
 }
 
-func (m *stepClock) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
-	return thread.ModelResult{}, errors.New("steps only")
-}
-
-func (m *stepClock) StreamStep(ctx context.Context, req step.Request, on func(step.Delta) error) (step.Result, error) {
+func (m *stepClock) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	m.mu.Lock()
 	m.starts = append(m.starts, time.Now())
 	n := len(m.starts)
 	m.mu.Unlock()
 	for _, w := range []string{"one ", "two ", "three ", "four ", "five "} {
-		if err := on(step.Delta{Kind: step.Text, Text: w}); err != nil {
-			return step.Result{}, err
+		if err := on(thread.Delta{Kind: thread.DeltaText, Text: w}); err != nil {
+			return thread.ModelResult{}, err
 		}
 	}
 	if (n-1)%(m.toolSteps+1) == m.toolSteps {
-		return step.Result{StopReason: step.StopDone}, nil
+		return thread.ModelResult{StopReason: thread.StopDone}, nil
 	}
 	id := uuid.NewString()
-	if err := on(step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: "noop", ArgsText: "{}"}); err != nil {
-		return step.Result{}, err
+	if err := on(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: "noop", ArgsText: "{}"}); err != nil {
+		return thread.ModelResult{}, err
 	}
-	return step.Result{StopReason: step.StopToolCalls, ToolCalls: []step.ToolCall{{ID: id, Name: "noop", ArgsText: "{}"}}}, nil
+	return thread.ModelResult{StopReason: thread.StopToolCalls, ToolCalls: []thread.ToolCall{{ID: id, Name: "noop", ArgsText: "{}"}}}, nil
 }
 
 func (m *stepClock) noop() tool.Tool {
-	return funcTool{"noop", func(context.Context, json.RawMessage) (tool.Result, error) {
+	return funcTool{"noop", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 		m.mu.Lock()
 		m.returns = append(m.returns, time.Now())
 		m.mu.Unlock()

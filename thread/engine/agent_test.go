@@ -13,37 +13,31 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
 )
 
-var _ thread.Stepper = model.Stepper(nil)
 var _ thread.Tools = (*tool.Registry)(nil)
 
-// agentScript is a Stepper that plays one list of deltas per step (the
+// agentScript is a model that plays one list of deltas per step (the
 // last list again for every later step) and records each step's request.
 type agentScript struct {
-	steps [][]step.Delta
+	steps [][]thread.Delta
 	mu    sync.Mutex
-	reqs  []step.Request
+	reqs  []thread.ModelRequest
 }
 
-func (m *agentScript) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
-	return thread.ModelResult{}, errors.New("agentScript streams steps only")
-}
-
-func (m *agentScript) StreamStep(ctx context.Context, req step.Request, on func(step.Delta) error) (step.Result, error) {
+func (m *agentScript) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	m.mu.Lock()
 	i := len(m.reqs)
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
-	res := step.Result{StopReason: step.StopDone, PromptTokens: 1, CompletionTokens: 1}
+	res := thread.ModelResult{StopReason: thread.StopDone, PromptTokens: 1, CompletionTokens: 1}
 	for _, d := range m.steps[min(i, len(m.steps)-1)] {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -51,36 +45,36 @@ func (m *agentScript) StreamStep(ctx context.Context, req step.Request, on func(
 		if err := on(d); err != nil {
 			return res, err
 		}
-		if d.Kind == step.ToolCallArgs {
-			res.StopReason = step.StopToolCalls
+		if d.Kind == thread.DeltaToolCallArgs {
+			res.StopReason = thread.StopToolCalls
 		}
 	}
 	return res, nil
 }
 
-func (m *agentScript) requests() []step.Request {
+func (m *agentScript) requests() []thread.ModelRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]step.Request(nil), m.reqs...)
+	return append([]thread.ModelRequest(nil), m.reqs...)
 }
 
-func text(s string) step.Delta { return step.Delta{Kind: step.Text, Text: s} }
+func text(s string) thread.Delta { return thread.Delta{Kind: thread.DeltaText, Text: s} }
 
-func call(id, name, args string) step.Delta {
-	return step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: args}
+func call(id, name, args string) thread.Delta {
+	return thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: args}
 }
 
 // funcTool is a server tool whose call is fn.
 type funcTool struct {
 	name string
-	fn   func(ctx context.Context, args json.RawMessage) (tool.Result, error)
+	fn   func(ctx context.Context, args json.RawMessage) (thread.ToolOutput, error)
 }
 
-func (f funcTool) Spec() tool.Spec {
-	return tool.Spec{Name: f.name, Description: f.name, Parameters: json.RawMessage(`{"type":"object"}`)}
+func (f funcTool) Spec() thread.ToolSpec {
+	return thread.ToolSpec{Name: f.name, Description: f.name, Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (f funcTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+func (f funcTool) Call(ctx context.Context, args json.RawMessage) (thread.ToolOutput, error) {
 	return f.fn(ctx, args)
 }
 
@@ -145,7 +139,7 @@ func sameAgentEvents(t *testing.T, what string, got, want []thread.Event, msgID 
 // and an interim snapshot, and a replay from the store is the same.
 func TestAgentDemoCalculator(t *testing.T) {
 	t.Parallel()
-	svc, st, _ := fakeSetup(t, model.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...)})
+	svc, st, _ := fakeSetup(t, builtin.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...)})
 	tid, r, evs := runAgent(t, svc, "what is 12*7?", thread.RunConfig{})
 	args, result, interim := calcEvents(t, evs, r)
 	if args != `{"expression":"12*7"}` || result == nil || string(result.Data) != "84" || result.IsError {
@@ -204,20 +198,20 @@ func TestAgentParallelTools(t *testing.T) {
 	t.Parallel()
 	aStarted, bStarted := make(chan struct{}), make(chan struct{})
 	pair := func(name string, mine, other chan struct{}) tool.Tool {
-		return funcTool{name, func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+		return funcTool{name, func(ctx context.Context, _ json.RawMessage) (thread.ToolOutput, error) {
 			close(mine)
 			select {
 			case <-other:
 				return tool.ValueResult(name + " ok"), nil
 			case <-ctx.Done():
-				return tool.Result{}, ctx.Err()
+				return thread.ToolOutput{}, ctx.Err()
 			}
 		}}
 	}
-	boom := funcTool{"boom", func(context.Context, json.RawMessage) (tool.Result, error) {
-		return tool.Result{}, errors.New("it broke")
+	boom := funcTool{"boom", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
+		return thread.ToolOutput{}, errors.New("it broke")
 	}}
-	m := &agentScript{steps: [][]step.Delta{
+	m := &agentScript{steps: [][]thread.Delta{
 		{text("Calling."), call("c1", "a", `{}`), call("c2", "b", `{"x":`), call("c3", "boom", `{}`), call("c2", "b", `1}`), call("c4", "nope", `{}`)},
 		{text("Done.")},
 	}}
@@ -258,10 +252,10 @@ func TestAgentParallelTools(t *testing.T) {
 func TestAgentMaxSteps(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
-	count := funcTool{"count", func(context.Context, json.RawMessage) (tool.Result, error) {
+	count := funcTool{"count", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 		return tool.ValueResult(calls.Add(1)), nil
 	}}
-	m := &agentScript{steps: [][]step.Delta{{call("c", "count", `{}`)}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c", "count", `{}`)}}}
 	svc, _, _ := fakeSetup(t, m, engine.Config{Tools: registry(t, count)})
 	_, r, evs := runAgent(t, svc, "loop", thread.RunConfig{MaxSteps: 3})
 	n := reply(t, evs, r)
@@ -286,13 +280,13 @@ func TestAgentMaxSteps(t *testing.T) {
 func TestAgentCancelStopsTool(t *testing.T) {
 	t.Parallel()
 	started, stopped := make(chan struct{}), make(chan struct{})
-	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (thread.ToolOutput, error) {
 		close(started)
 		<-ctx.Done()
 		close(stopped)
-		return tool.Result{}, ctx.Err()
+		return thread.ToolOutput{}, ctx.Err()
 	}}
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
 	svc, _, _ := fakeSetup(t, m, engine.Config{Tools: registry(t, block)})
 	tid := uuid.New()
 	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("block")})
@@ -321,7 +315,7 @@ func TestAgentCancelStopsTool(t *testing.T) {
 func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 	t.Parallel()
 	block, runs, started, release := blockingTool()
-	m := &agentScript{steps: [][]step.Delta{{text("Working."), call("c1", "block", `{}`)}, {text("after")}}}
+	m := &agentScript{steps: [][]thread.Delta{{text("Working."), call("c1", "block", `{}`)}, {text("after")}}}
 	svc, st, _ := fakeSetup(t, m, engine.Config{Tools: registry(t, block)})
 	tid := uuid.New()
 	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("block")})
@@ -358,10 +352,10 @@ func TestAgentRecoveryNeverRerunsTools(t *testing.T) {
 // result is trimmed from a later request.
 func TestAgentTurnCountsInBudget(t *testing.T) {
 	t.Parallel()
-	big := funcTool{"big", func(context.Context, json.RawMessage) (tool.Result, error) {
+	big := funcTool{"big", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 		return tool.ValueResult(strings.Repeat("x", 4000)), nil
 	}}
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "big", `{}`)}, {text("ok")}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c1", "big", `{}`)}, {text("ok")}}}
 	st := threadtest.New()
 	svc := engine.New(st, stream.New[thread.Event](64), models{m: m, budget: 1000}, nil,
 		engine.Config{StartLinger: -1, Tools: registry(t, big)})
@@ -386,7 +380,7 @@ func TestAgentTurnCountsInBudget(t *testing.T) {
 func blockingTool() (block funcTool, runs *atomic.Int64, started, release chan struct{}) {
 	runs = new(atomic.Int64)
 	started, release = make(chan struct{}), make(chan struct{})
-	block = funcTool{"block", func(context.Context, json.RawMessage) (tool.Result, error) {
+	block = funcTool{"block", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 		runs.Add(1)
 		close(started)
 		<-release

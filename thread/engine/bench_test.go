@@ -15,7 +15,7 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
@@ -24,10 +24,10 @@ import (
 )
 
 // builtinModels serves the built-in model with no delay.
-type builtinModels struct{ m *model.Builtin }
+type builtinModels struct{ m *builtin.Builtin }
 
 func (b builtinModels) Resolve(string) (thread.Model, string, error) {
-	return b.m, model.BuiltinName, nil
+	return b.m, builtin.BuiltinName, nil
 }
 func (b builtinModels) List() []thread.ModelInfo { return nil }
 func (b builtinModels) ContextBudget(string) int { return 0 }
@@ -61,7 +61,7 @@ func benchService(b *testing.B, tokens int) (*engine.Service, *delays) {
 	b.Helper()
 	st := store.New(pgtest.Pool(b))
 	d := &delays{}
-	svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{model.NewBuiltin(tokens, 0)}, st,
+	svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{builtin.NewBuiltin(tokens, 0)}, st,
 		engine.Config{OnPublish: d.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	svc.Start()
 	shutdownAtCleanup(b, svc)

@@ -11,12 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // continueRun starts a continuation of the turn msgID and follows it.
@@ -48,10 +47,10 @@ func wireReply(t *testing.T, evs []thread.Event) checkpoint.Message {
 func TestClientToolContinues(t *testing.T) {
 	t.Parallel()
 	var counted atomic.Int64
-	count := funcTool{"count", func(context.Context, json.RawMessage) (tool.Result, error) {
+	count := funcTool{"count", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 		return tool.ValueResult(counted.Add(1)), nil
 	}}
-	m := &agentScript{steps: [][]step.Delta{
+	m := &agentScript{steps: [][]thread.Delta{
 		{text("Asking."), call("c1", "ask_user", `{"q":"ok?"}`), call("c2", "count", `{}`)},
 		{text("Thanks.")},
 	}}
@@ -115,7 +114,7 @@ func checkContinuedTurn(t *testing.T, m *agentScript, evs2 []thread.Event, r1, r
 	}
 }
 
-func toolNames(specs []tool.Spec) string {
+func toolNames(specs []thread.ToolSpec) string {
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
@@ -130,11 +129,11 @@ func TestApprovalContinues(t *testing.T) {
 	t.Parallel()
 	for _, approved := range []bool{true, false} {
 		var ran atomic.Int64
-		danger := tool.NeedApproval(funcTool{"danger", func(context.Context, json.RawMessage) (tool.Result, error) {
+		danger := tool.NeedApproval(funcTool{"danger", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
 			ran.Add(1)
 			return tool.ValueResult("done"), nil
 		}})
-		m := &agentScript{steps: [][]step.Delta{{call("c1", "danger", `{}`)}, {text("ok")}}}
+		m := &agentScript{steps: [][]thread.Delta{{call("c1", "danger", `{}`)}, {text("ok")}}}
 		svc, _, _ := fakeSetup(t, m, engine.Config{Tools: registry(t, danger)})
 		tid, r1, evs1 := runAgent(t, svc, "do it", thread.RunConfig{})
 		if evs1[len(evs1)-1].Snapshot.RunStatus != thread.RunRequiresAction || ran.Load() != 0 {
@@ -158,7 +157,7 @@ func TestApprovalContinues(t *testing.T) {
 // that wait, each as its kind needs, on a turn that waits.
 func TestContinuationRefused(t *testing.T) {
 	t.Parallel()
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "ask_user", `{}`), call("c2", "ask_user2", `{}`)}, {text("ok")}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c1", "ask_user", `{}`), call("c2", "ask_user2", `{}`)}, {text("ok")}}}
 	svc, _, _ := fakeSetup(t, m, engine.Config{})
 	cfg := thread.RunConfig{Tools: []thread.RunTool{{Name: "ask_user", Client: true}, {Name: "ask_user2", Client: true}}}
 	tid, r1, _ := runAgent(t, svc, "go", cfg)
@@ -197,7 +196,7 @@ func TestContinuationRefused(t *testing.T) {
 // with the same id returns its run.
 func TestMessageUnderContinuedTurn(t *testing.T) {
 	t.Parallel()
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "ask_user", `{}`)}, {text("ok")}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c1", "ask_user", `{}`)}, {text("ok")}}}
 	svc, _, _ := fakeSetup(t, m, engine.Config{})
 	cfg := thread.RunConfig{Tools: []thread.RunTool{{Name: "ask_user", Client: true}}}
 	tid, r1, _ := runAgent(t, svc, "go", cfg)
@@ -229,8 +228,8 @@ func TestMessageUnderContinuedTurn(t *testing.T) {
 func TestAgentRecoveryOnPostgres(t *testing.T) {
 	t.Parallel()
 	block, runs, started, release := blockingTool()
-	m := &agentScript{steps: [][]step.Delta{
-		{{Kind: step.Reasoning, Text: "thinking"}, text("Working."), call("c1", "block", `{"a":`), call("c1", "block", `1}`)},
+	m := &agentScript{steps: [][]thread.Delta{
+		{{Kind: thread.DeltaReasoning, Text: "thinking"}, text("Working."), call("c1", "block", `{"a":`), call("c1", "block", `1}`)},
 		{text("after")},
 	}}
 	fs := newFaultStore(t)

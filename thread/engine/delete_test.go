@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // TestDeleteEndsStreams: a thread deleted while its run streams, in the
@@ -38,8 +38,15 @@ func TestDeleteEndsStreams(t *testing.T) {
 			deleter := svc
 			if where == "other" {
 				deleter = other
+			}
+			if err := deleter.DeleteThread(context.Background(), "local", tid); err != nil {
+				t.Fatalf("delete on the %s: %v", where, err)
+			}
+			if where == "other" {
 				// The owner hears of a delete elsewhere through its
 				// wake-ups; without them, when its next commit is refused.
+				// The tokens go after the delete: sent before it, they
+				// could all be committed and leave the owner waiting.
 				go func() {
 					for range 3 {
 						select {
@@ -49,9 +56,6 @@ func TestDeleteEndsStreams(t *testing.T) {
 						}
 					}
 				}()
-			}
-			if err := deleter.DeleteThread(context.Background(), "local", tid); err != nil {
-				t.Fatalf("delete on the %s: %v", where, err)
 			}
 			for _, s := range []struct {
 				who  string

@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
@@ -220,4 +220,10 @@ func TestEngineFence(t *testing.T) {
 			t.Fatal("the fenced owner published a token written after it lost its claim")
 		}
 	}
+}
+
+// textSink adapts a model's delta callback to a test model that streams
+// text: each piece is sent as a text delta.
+func textSink(on func(thread.Delta) error) func(string) error {
+	return func(s string) error { return on(thread.Delta{Kind: thread.DeltaText, Text: s}) }
 }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -86,7 +86,8 @@ type stepper struct {
 
 func newStepper() *stepper { return &stepper{toks: make(chan string), stopped: make(chan struct{})} }
 
-func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m *stepper) Stream(ctx context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	for {
 		select {
 		case tok, ok := <-m.toks:
@@ -492,7 +493,7 @@ func TestShutdownRefusesLateRuns(t *testing.T) {
 // titleBlocker is a title model that answers only when its context ends.
 type titleBlocker struct{ called, cancelled chan struct{} }
 
-func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(string) error) (thread.ModelResult, error) {
+func (b *titleBlocker) Stream(ctx context.Context, _ thread.ModelRequest, _ func(thread.Delta) error) (thread.ModelResult, error) {
 	close(b.called)
 	<-ctx.Done()
 	close(b.cancelled)

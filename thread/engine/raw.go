@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Raw writer settings.

@@ -12,12 +12,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -118,7 +118,8 @@ type gated struct {
 
 func newGated() *gated { return &gated{release: make(chan struct{}), started: make(chan struct{})} }
 
-func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (g *gated) Stream(ctx context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	if err := on("first"); err != nil {
 		return thread.ModelResult{}, err
 	}
@@ -572,7 +573,7 @@ type firstApart struct {
 	calls       atomic.Int32
 }
 
-func (f *firstApart) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (f *firstApart) Stream(ctx context.Context, req thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	if f.calls.Add(1) == 1 {
 		return f.first.Stream(ctx, req, on)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/engine/internal/runner"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // CreateThread creates a thread for caller; id uuid.Nil picks one. It

@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 var _ thread.Store = (*store.Store)(nil)
@@ -28,7 +28,8 @@ type recorder struct {
 	seen [][]thread.ModelMessage
 }
 
-func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (r *recorder) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	r.mu.Lock()
 	r.seen = append(r.seen, req.Messages)
 	n := len(r.seen)

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/store/pgtest"
@@ -47,7 +47,7 @@ func BenchmarkTurnTraced(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cfg := tracers(b)[name]
 			st := store.New(pgtest.Pool(b))
-			svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{model.NewBuiltin(200, 0)}, st, cfg)
+			svc := engine.New(st, stream.New[thread.Event](1024), builtinModels{builtin.NewBuiltin(200, 0)}, st, cfg)
 			svc.Start()
 			b.Cleanup(func() { svc.Shutdown(context.Background()) })
 			tid := uuid.New()

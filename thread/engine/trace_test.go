@@ -13,11 +13,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -29,7 +28,8 @@ type chatModel struct {
 	err    error
 }
 
-func (m chatModel) Stream(_ context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m chatModel) Stream(_ context.Context, _ thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	on := textSink(onDelta)
 	for _, tok := range m.tokens {
 		if err := on(tok); err != nil {
 			return m.res, err
@@ -152,18 +152,18 @@ func TestTraceParallelTools(t *testing.T) {
 	t.Parallel()
 	aStarted, bStarted := make(chan struct{}), make(chan struct{})
 	pair := func(name string, mine, other chan struct{}) tool.Tool {
-		return funcTool{name, func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+		return funcTool{name, func(ctx context.Context, _ json.RawMessage) (thread.ToolOutput, error) {
 			close(mine)
 			select {
 			case <-other:
 				time.Sleep(time.Millisecond) // the other's span is started: they overlap
 				return tool.ValueResult(name + " ok"), nil
 			case <-ctx.Done():
-				return tool.Result{}, ctx.Err()
+				return thread.ToolOutput{}, ctx.Err()
 			}
 		}}
 	}
-	m := &agentScript{steps: [][]step.Delta{
+	m := &agentScript{steps: [][]thread.Delta{
 		{text("Calling."), call("c1", "a", `{}`), call("c2", "b", `{}`)},
 		{text("Done.")},
 	}}
@@ -209,10 +209,10 @@ func TestTraceFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("tool", func(t *testing.T) {
 		t.Parallel()
-		boom := funcTool{"boom", func(context.Context, json.RawMessage) (tool.Result, error) {
-			return tool.Result{}, errors.New("it broke")
+		boom := funcTool{"boom", func(context.Context, json.RawMessage) (thread.ToolOutput, error) {
+			return thread.ToolOutput{}, errors.New("it broke")
 		}}
-		m := &agentScript{steps: [][]step.Delta{{call("c1", "boom", `{}`)}, {text("Sorry.")}}}
+		m := &agentScript{steps: [][]thread.Delta{{call("c1", "boom", `{}`)}, {text("Sorry.")}}}
 		svc, exp := traceSetup(t, m, engine.Config{Tools: registry(t, boom)})
 		_, spans := runSpans(t, svc, exp, "go")
 		span := one(t, spans, "execute_tool boom")
@@ -247,12 +247,12 @@ func TestTraceFailures(t *testing.T) {
 func TestTraceCancel(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
-	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+	block := funcTool{"block", func(ctx context.Context, _ json.RawMessage) (thread.ToolOutput, error) {
 		close(started)
 		<-ctx.Done()
-		return tool.Result{}, ctx.Err()
+		return thread.ToolOutput{}, ctx.Err()
 	}}
-	m := &agentScript{steps: [][]step.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
+	m := &agentScript{steps: [][]thread.Delta{{call("c1", "block", `{}`)}, {text("never")}}}
 	svc, exp := traceSetup(t, m, engine.Config{Tools: registry(t, block)})
 	tid := uuid.New()
 	r, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{Message: msg("block")})

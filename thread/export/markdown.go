@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Markdown returns one branch of the thread as an audit trail to read and

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Options bound and complete what a Reader reads.

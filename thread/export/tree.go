@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // srcNode is one node of another product's message tree, by its key in

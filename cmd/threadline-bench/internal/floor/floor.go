@@ -30,7 +30,7 @@ import (
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 )
@@ -52,7 +52,7 @@ type floorRun struct {
 }
 
 type floorServer struct {
-	model *model.Builtin
+	model *builtin.Builtin
 	hub   *stream.Hub[floorEvent]
 	mu    sync.Mutex
 	runs  map[uuid.UUID]*floorRun
@@ -89,7 +89,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("bench floor: %w", err)
 	}
 	defer stopProfile()
-	f := &floorServer{model: model.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
+	f := &floorServer{model: builtin.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
 	mux := http.NewServeMux()
 	// The same body as the service's: a response with a body keeps its
 	// connection busy until read, which bench load's preconnect relies on.
@@ -152,7 +152,7 @@ func (f *floorServer) start(w http.ResponseWriter, r *http.Request) {
 // execute runs the model, publishing each token as it comes.
 func (f *floorServer) execute(run *floorRun, prompt string) {
 	req := thread.ModelRequest{Call: 1, Messages: []thread.ModelMessage{{Role: checkpoint.RoleUser,
-		Parts: []checkpoint.Part{{Type: "text", Text: prompt}}}}}
+		Parts: []thread.ModelPart{{Type: thread.PartText, Text: prompt}}}}}
 	add := func(ev floorEvent) {
 		run.mu.Lock()
 		ev.seq = int64(len(run.events)) + 1
@@ -163,8 +163,10 @@ func (f *floorServer) execute(run *floorRun, prompt string) {
 		run.mu.Unlock()
 		f.hub.Publish(run.id, ev)
 	}
-	_, _ = f.model.Stream(context.Background(), req, func(tok string) error {
-		add(floorEvent{text: tok})
+	_, _ = f.model.Stream(context.Background(), req, func(d thread.Delta) error {
+		if d.Kind == thread.DeltaText {
+			add(floorEvent{text: d.Text})
+		}
 		return nil
 	})
 	add(floorEvent{final: true})

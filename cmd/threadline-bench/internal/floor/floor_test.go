@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/api/wire"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/stream"
 )
 
@@ -20,7 +20,7 @@ import (
 // stream must still carry every event once, in order.
 func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	t.Parallel()
-	f := &floorServer{model: model.NewBuiltin(500, 0), hub: stream.New[floorEvent](1), runs: map[uuid.UUID]*floorRun{}}
+	f := &floorServer{model: builtin.NewBuiltin(500, 0), hub: stream.New[floorEvent](1), runs: map[uuid.UUID]*floorRun{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/threads/{thread_id}/runs/stream", f.start)
 	srv := httptest.NewServer(mux)
@@ -54,7 +54,7 @@ func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	if got, want := seq, int64(502); got != want {
 		t.Errorf("last sequence %d, want %d", got, want)
 	}
-	if want := model.BuiltinText("lag", 1, 500); text.String() != want || final != want {
+	if want := builtin.BuiltinText("lag", 1, 500); text.String() != want || final != want {
 		t.Errorf("streamed %d bytes, final snapshot %d bytes; want both equal to the model's %d", text.Len(), len(final), len(want))
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 )
 
 // loadCheck folds the clients into res: completion, exactly-once, delays.
@@ -70,7 +70,7 @@ func (c *loadClient) checkExactlyOnce(tokens int) {
 		}
 		return
 	}
-	want := model.BuiltinText(c.prompt, 1, tokens)
+	want := builtin.BuiltinText(c.prompt, 1, tokens)
 	if c.tokens != int64(tokens) {
 		c.mis("%d token events, want %d", c.tokens, tokens)
 	}

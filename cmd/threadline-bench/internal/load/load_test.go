@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/store/pgtest"
 )
 
@@ -365,7 +365,7 @@ func TestLoadCheckDelays(t *testing.T) {
 	client := func(idx int, lateMS []float64) *loadClient {
 		c := &loadClient{idx: idx, prompt: "check", sent: sent, firstAt: at(5), final: "succeeded", finalSet: true,
 			arrivals: make([]time.Time, tokens+2), conns: make([]int8, tokens+2), connSent: []time.Time{sent}}
-		want := model.BuiltinText(c.prompt, 1, tokens)
+		want := builtin.BuiltinText(c.prompt, 1, tokens)
 		for i, late := range lateMS {
 			s := i + 2
 			c.arrivals[s] = at(5 + float64(s-1)*10 + late)

@@ -12,24 +12,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/threadline/threadline/api"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/store"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // benchModels is the model registry of the bench: the built-in model with
 // T tokens per reply, and the long run's model.
 type benchModels struct {
-	reply, big *model.Builtin
+	reply, big *builtin.Builtin
 }
 
 func (m benchModels) Resolve(name string) (thread.Model, string, error) {
 	switch name {
-	case "", model.BuiltinName:
-		return m.reply, model.BuiltinName, nil
+	case "", builtin.BuiltinName:
+		return m.reply, builtin.BuiltinName, nil
 	case bigModelName:
 		return m.big, bigModelName, nil
 	}
@@ -38,8 +38,8 @@ func (m benchModels) Resolve(name string) (thread.Model, string, error) {
 
 func (m benchModels) List() []thread.ModelInfo {
 	return []thread.ModelInfo{
-		{Name: model.BuiltinName, Provider: "builtin", Model: model.BuiltinName, Configured: true, Default: true},
-		{Name: bigModelName, Provider: "builtin", Model: model.BuiltinName, Configured: true},
+		{Name: builtin.BuiltinName, Provider: "builtin", Model: builtin.BuiltinName, Configured: true, Default: true},
+		{Name: bigModelName, Provider: "builtin", Model: builtin.BuiltinName, Configured: true},
 	}
 }
 
@@ -68,7 +68,7 @@ func (b *peerBench) open(ctx context.Context, dbURL string) error {
 		return err
 	}
 	b.log = slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b.models = benchModels{reply: model.NewBuiltin(peerReplyTokens, 0), big: model.NewBuiltin(b.opt.bigTokens, 0)}
+	b.models = benchModels{reply: builtin.NewBuiltin(peerReplyTokens, 0), big: builtin.NewBuiltin(b.opt.bigTokens, 0)}
 	b.svc = b.newService()
 	// Leases and the log's purge, stopped (closers) before the store
 	// closes: a purge on a closed pool would log an error.

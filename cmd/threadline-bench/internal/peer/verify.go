@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
@@ -56,7 +56,7 @@ func (p *problems) checkStream(r runResult, wantParent uuid.UUID, prompt string)
 	if r.first == nil || r.first.Running == nil || r.first.Running.ID != id {
 		p.add("the first snapshot does not hold the running reply %s", id)
 	}
-	if want := model.BuiltinText(prompt, r.run.TreeSeq, peerReplyTokens); r.text != want {
+	if want := builtin.BuiltinText(prompt, r.run.TreeSeq, peerReplyTokens); r.text != want {
 		p.add("streamed text (%d bytes) is not the built-in model's reply to the prompt (%d bytes)", len(r.text), len(want))
 	}
 	streamed := r.final.Tree.Get(id)

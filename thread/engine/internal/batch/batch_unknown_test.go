@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread/threadtest/wait"
 )
 

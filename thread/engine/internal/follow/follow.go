@@ -12,12 +12,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/relay"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
 	"github.com/threadline/threadline/thread/engine/internal/trees"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Store is what a follow reads the store with (thread.Store).

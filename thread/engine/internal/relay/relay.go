@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Wake is a subscription to one run's wake-ups: its channel fires

@@ -6,8 +6,8 @@ package runlog
 import (
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // IsContinuation reports whether r continues a turn: its parent is the

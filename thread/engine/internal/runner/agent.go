@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // turnRun is one run's turn as its loop produces it: every record it logs
@@ -49,24 +48,24 @@ func (t *turnRun) snapshot() {
 }
 
 // onDelta logs one delta of a step.
-func (t *turnRun) onDelta(d step.Delta) error {
+func (t *turnRun) onDelta(d thread.Delta) error {
 	if err := t.ar.ctx.Err(); err != nil {
 		return err
 	}
 	switch d.Kind {
-	case step.Text:
+	case thread.DeltaText:
 		if d.Text != "" {
 			t.add(thread.Record{Kind: thread.KindToken, Text: thread.Storable(d.Text)})
 		}
-	case step.Reasoning:
+	case thread.DeltaReasoning:
 		if d.Text != "" {
 			t.add(thread.Record{Kind: thread.KindReasoning, Text: thread.Storable(d.Text)})
 		}
-	case step.ToolCallArgs:
+	case thread.DeltaToolCallArgs:
 		t.add(thread.Record{Kind: thread.KindToolCall, CallID: t.callID(d.ToolCallID), Name: thread.Storable(d.ToolName), Text: thread.Storable(d.ArgsText)})
-	case step.Data:
+	case thread.DeltaData:
 		t.add(thread.Record{Kind: thread.KindData, Name: thread.Storable(d.Name), Data: thread.StorableJSON(d.Data)})
-	case step.ToolResult:
+	case thread.DeltaToolResult:
 		id, ok := t.ids[d.ToolCallID]
 		if !ok {
 			id = thread.Storable(d.ToolCallID) // a call of the turn's earlier run
@@ -95,9 +94,9 @@ func (t *turnRun) callID(id string) string {
 	return logged
 }
 
-// drive runs the model: one Stream call for a chat model; for a Stepper,
-// steps until one calls no tool, running each step's tool calls in
-// between, at most max steps (then the run ends with stop reason length
+// drive runs the model, one Stream call per step (a chat reply is one
+// step without tools): steps until one calls no tool, running each step's
+// tool calls in between, at most max steps (then the run ends with stop reason length
 // and the last step's calls answered as not run). A step that calls a
 // tool that waits for a person (see waits) ends the run with stop reason
 // tool-calls once its other calls are answered. A continuation first
@@ -106,21 +105,8 @@ func (t *turnRun) callID(id string) string {
 // an error, so the turn shows no call running.
 func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg thread.RunConfig) (thread.ModelResult, error) {
 	ctx := t.ctx
-	st, ok := m.(thread.Stepper)
-	if !ok {
-		cctx, span := s.startChatSpan(ctx, t.ar.run)
-		res, err := m.Stream(cctx, req, func(tok string) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			t.add(thread.Record{Kind: thread.KindToken, Text: thread.Storable(tok)})
-			return nil
-		})
-		endChatSpan(ctx, span, step.Result{Model: res.Model, StopReason: res.StopReason,
-			PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}, err)
-		return res, err
-	}
-	sreq := stepRequest(req, s.runTools(cfg))
+	sreq := req
+	sreq.Tools = s.runTools(cfg)
 	if s.cfg.Raw != nil {
 		runID := t.ar.run.ID
 		sreq.OnRaw = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, thread.RawProvider, thread.JSONString(line)) }
@@ -141,7 +127,7 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 		t.ids, t.opened = map[string]string{}, nil
 		sreq.Messages = t.messages(base)
 		sctx, span := s.startChatSpan(ctx, t.ar.run)
-		sres, err := st.StreamStep(sctx, sreq, t.onDelta)
+		sres, err := m.Stream(sctx, sreq, t.onDelta)
 		endChatSpan(ctx, span, sres, err)
 		sreq.Approvals = nil
 		res = addStep(res, sres)
@@ -151,7 +137,7 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 		}
 		t.logUnstreamed(sres.ToolCalls)
 		if sres.Waiting && len(t.fold.Unanswered()) > 0 {
-			res.StopReason = step.StopToolCalls // requires action: the model asked
+			res.StopReason = thread.StopToolCalls // requires action: the model asked
 			return res, nil
 		}
 		t.dropAnswered()
@@ -160,7 +146,7 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 		}
 		if n >= maxSteps {
 			t.answerAll(fmt.Sprintf("not run: the run reached its limit of %d steps (run_config.max_steps)", maxSteps))
-			res.StopReason = step.StopLength
+			res.StopReason = thread.StopLength
 			return res, nil
 		}
 		run, waiting := t.s.partition(cfg, t.stepCalls())
@@ -171,7 +157,7 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 			}
 		}
 		if waiting {
-			res.StopReason = step.StopToolCalls // requires action
+			res.StopReason = thread.StopToolCalls // requires action
 			return res, nil
 		}
 		t.snapshot()
@@ -194,21 +180,21 @@ func unrunReason(ctx context.Context) string {
 
 // addStep adds a step's usage to the run's result; the stop reason is the
 // last step's.
-func addStep(res thread.ModelResult, s step.Result) thread.ModelResult {
+func addStep(res thread.ModelResult, s thread.ModelResult) thread.ModelResult {
 	res.PromptTokens += s.PromptTokens
 	res.CompletionTokens += s.CompletionTokens
 	if s.Model != "" {
 		res.Model = s.Model
 	}
-	res.StopReason = step.StopDone
-	if s.StopReason == step.StopLength || s.StopReason == step.StopContentFilter {
+	res.StopReason = thread.StopDone
+	if s.StopReason == thread.StopLength || s.StopReason == thread.StopContentFilter {
 		res.StopReason = s.StopReason
 	}
 	return res
 }
 
 // dropAnswered leaves out of this step's calls those the model answered
-// itself (step.ToolResult): the engine runs only the others.
+// itself (thread.DeltaToolResult): the engine runs only the others.
 func (t *turnRun) dropAnswered() {
 	open := t.opened[:0]
 	for _, id := range t.opened {
@@ -221,7 +207,7 @@ func (t *turnRun) dropAnswered() {
 
 // logUnstreamed logs the calls a step returned whole without streaming
 // them, as one piece each.
-func (t *turnRun) logUnstreamed(calls []step.ToolCall) {
+func (t *turnRun) logUnstreamed(calls []thread.ToolCall) {
 	for _, c := range calls {
 		if _, ok := t.ids[c.ID]; !ok {
 			t.add(thread.Record{Kind: thread.KindToolCall, CallID: t.callID(c.ID), Name: thread.Storable(c.Name), Text: thread.Storable(c.ArgsText)})
@@ -238,11 +224,11 @@ func (t *turnRun) answerAll(reason string) {
 }
 
 // messages is what a step sees: the conversation, then the turn so far.
-func (t *turnRun) messages(base []step.Message) []step.Message {
+func (t *turnRun) messages(base []thread.ModelMessage) []thread.ModelMessage {
 	if t.fold.Empty() {
 		return base
 	}
-	turn := step.Message{Role: checkpoint.RoleAssistant, Parts: stepParts(t.fold.Content())}
+	turn := thread.ModelMessage{Role: checkpoint.RoleAssistant, Parts: thread.ModelParts(t.fold.Content())}
 	return append(base[:len(base):len(base)], turn)
 }
 
@@ -259,7 +245,7 @@ type pendingCall struct {
 func (t *turnRun) runCalls(ctx context.Context, cfg thread.RunConfig, calls []pendingCall) error {
 	type answer struct {
 		c   pendingCall
-		res tool.Result
+		res thread.ToolOutput
 	}
 	answers := make(chan answer, len(calls))
 	for _, c := range calls[1:] {
@@ -285,7 +271,7 @@ func (t *turnRun) stepCalls() []pendingCall {
 }
 
 // raw hands a tool call's input and output to the raw sink.
-func (t *turnRun) raw(c pendingCall, res tool.Result) {
+func (t *turnRun) raw(c pendingCall, res thread.ToolOutput) {
 	sink := t.s.cfg.Raw
 	if sink == nil {
 		return
@@ -303,14 +289,14 @@ func (t *turnRun) raw(c pendingCall, res tool.Result) {
 }
 
 // callTool runs one server tool call as the run allows it.
-func (s *Runner) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+func (s *Runner) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) thread.ToolOutput {
 	tctx, span := s.startToolSpan(ctx, c)
 	res := s.runTool(tctx, cfg, c)
 	endToolSpan(ctx, span, res)
 	return res
 }
 
-func (s *Runner) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) tool.Result {
+func (s *Runner) runTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) thread.ToolOutput {
 	if s.cfg.Tools == nil || !cfg.Allows(c.name) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
@@ -336,8 +322,8 @@ func (s *Runner) needsApproval(name string) bool {
 
 // runTools returns the specs of the tools a run may call: the server
 // tools it allows, then its client tools.
-func (s *Runner) runTools(cfg thread.RunConfig) []tool.Spec {
-	var out []tool.Spec
+func (s *Runner) runTools(cfg thread.RunConfig) []thread.ToolSpec {
+	var out []thread.ToolSpec
 	if s.cfg.Tools != nil {
 		for _, sp := range s.cfg.Tools.Specs() {
 			if cfg.Allows(sp.Name) {
@@ -359,32 +345,6 @@ func (s *Runner) partition(cfg thread.RunConfig, calls []pendingCall) (run []pen
 		run = append(run, c)
 	}
 	return run, waiting
-}
-
-// stepRequest converts a chat request to a step request with tools.
-func stepRequest(req thread.ModelRequest, tools []tool.Spec) step.Request {
-	out := step.Request{Temperature: req.Temperature, Call: req.Call, Tools: tools, Messages: make([]step.Message, len(req.Messages))}
-	for i, m := range req.Messages {
-		out.Messages[i] = step.Message{Role: m.Role, Parts: stepParts(m.Parts), Attachments: m.Attachments}
-	}
-	return out
-}
-
-// stepParts converts message parts to what a model sees: text, image,
-// reasoning and tool calls with their results; data, source and file
-// parts are not for the model.
-func stepParts(parts []checkpoint.Part) []step.Part {
-	out := make([]step.Part, 0, len(parts))
-	for _, p := range parts {
-		switch p.Type {
-		case checkpoint.PartText, checkpoint.PartImage, checkpoint.PartReasoning:
-			out = append(out, step.Part{Type: p.Type, Text: p.Text, Image: p.Image})
-		case checkpoint.PartToolCall:
-			out = append(out, step.Part{Type: p.Type, Call: &step.ToolCall{ID: p.ToolCallID, Name: p.ToolName,
-				ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError}})
-		}
-	}
-	return out
 }
 
 // replyText is the text parts of content joined: what the title model

@@ -8,9 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Human in the loop: a step that calls a client tool, or a server tool
@@ -79,11 +78,11 @@ func (s *Runner) InheritConfig(ctx context.Context, threadID uuid.UUID, tip *che
 
 // answer logs a continuation's answers: client results as they are, a
 // rejected approval as an error, and runs the approved calls. The answers
-// to calls the model itself asked about (a step.PermissionPart) are not
+// to calls the model itself asked about (a thread.PermissionPart) are not
 // logged: they are returned, for the model's next step.
-func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers) ([]step.Approval, error) {
+func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers) ([]thread.ModelApproval, error) {
 	var approved []pendingCall
-	var agent []step.Approval
+	var agent []thread.ModelApproval
 	for _, a := range ans.Results {
 		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.CallID, Data: thread.StorableJSON(a.Result), IsError: a.IsError})
 	}
@@ -91,7 +90,7 @@ func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers
 	for _, a := range ans.Approvals {
 		p, _ := t.fold.Call(a.CallID)
 		if perm := permission(content, a.CallID); perm != nil {
-			agent = append(agent, step.Approval{ToolCallID: a.CallID, Approved: a.Approved, Reason: a.Reason, Permission: perm})
+			agent = append(agent, thread.ModelApproval{ToolCallID: a.CallID, Approved: a.Approved, Reason: a.Reason, Permission: perm})
 			continue
 		}
 		if a.Approved {
@@ -110,11 +109,11 @@ func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers
 	return agent, t.runCalls(ctx, cfg, approved)
 }
 
-// permission returns the value of the step.PermissionPart data part that
+// permission returns the value of the thread.PermissionPart data part that
 // asks about call id, or nil.
 func permission(content []checkpoint.Part, id string) json.RawMessage {
 	for _, p := range content {
-		if p.Type != checkpoint.PartData || p.Name != step.PermissionPart {
+		if p.Type != checkpoint.PartData || p.Name != thread.PermissionPart {
 			continue
 		}
 		var v struct {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func (s *Runner) leaseLoop(ctx context.Context) {

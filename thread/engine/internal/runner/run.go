@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
 	"github.com/threadline/threadline/thread/engine/internal/commit"
 	"github.com/threadline/threadline/thread/engine/internal/runlog"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func (s *Runner) publish(w *logWriter, batch []thread.Record, since time.Time) {

@@ -25,7 +25,7 @@ type words struct {
 	gate chan struct{}
 }
 
-func (m words) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m words) Stream(ctx context.Context, _ thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	if m.gate != nil {
 		select {
 		case <-m.gate:
@@ -34,7 +34,7 @@ func (m words) Stream(ctx context.Context, _ thread.ModelRequest, on func(string
 		}
 	}
 	for _, w := range m.w {
-		if err := on(w); err != nil {
+		if err := on(thread.Delta{Kind: thread.DeltaText, Text: w}); err != nil {
 			return thread.ModelResult{}, err
 		}
 	}

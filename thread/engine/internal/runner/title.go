@@ -52,18 +52,23 @@ func (s *Runner) modelTitle(ctx context.Context, question, reply string) (string
 	if err != nil {
 		return "", err
 	}
-	text := func(t string) []checkpoint.Part { return []checkpoint.Part{{Type: "text", Text: t}} }
+	text := func(t string) []thread.ModelPart { return []thread.ModelPart{{Type: thread.PartText, Text: t}} }
 	const most = 2000 // bytes of each side of the exchange the model sees
 	req := thread.ModelRequest{Messages: []thread.ModelMessage{
 		{Role: checkpoint.RoleSystem, Parts: text(titlePrompt)},
 		{Role: checkpoint.RoleUser, Parts: text("User: " + cut(question, most) + "\n\nAssistant: " + cut(reply, most))},
 	}}
 	var b strings.Builder
-	if _, err := m.Stream(ctx, req, func(t string) error {
+	// A chat call: no tools, so the reply is text (other deltas are not
+	// the title's).
+	if _, err := m.Stream(ctx, req, func(d thread.Delta) error {
+		if d.Kind != thread.DeltaText {
+			return nil
+		}
 		if b.Len() > 400 {
 			return errors.New("title too long")
 		}
-		b.WriteString(t)
+		b.WriteString(d.Text)
 		return nil
 	}); err != nil {
 		return "", err

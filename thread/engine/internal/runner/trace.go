@@ -10,10 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Runs as OpenTelemetry spans, after the GenAI semantic conventions of
@@ -104,7 +102,7 @@ func (s *Runner) startChatSpan(ctx context.Context, r *thread.Run) (context.Cont
 
 // endChatSpan ends a model call's span with its usage, finish reason and
 // error. A call stopped by the run's cancel is not an error.
-func endChatSpan(ctx context.Context, span trace.Span, res step.Result, err error) {
+func endChatSpan(ctx context.Context, span trace.Span, res thread.ModelResult, err error) {
 	defer span.End()
 	if !span.IsRecording() {
 		return
@@ -143,7 +141,7 @@ func (s *Runner) startToolSpan(ctx context.Context, c pendingCall) (context.Cont
 // endToolSpan ends a tool call's span: a result the tool marked as an
 // error is an error of type tool_error (its value, which is content, is
 // not recorded); a call the run's cancel stopped is not.
-func endToolSpan(ctx context.Context, span trace.Span, res tool.Result) {
+func endToolSpan(ctx context.Context, span trace.Span, res thread.ToolOutput) {
 	if res.IsError && ctx.Err() == nil && span.IsRecording() {
 		spanError(span, "tool_error", "the tool answered with an error")
 	}
@@ -179,12 +177,12 @@ func modelParts(name string) (provider, model string) {
 // finishReason is a step's stop reason in the conventions' spelling.
 func finishReason(stop string) string {
 	switch stop {
-	case step.StopToolCalls:
+	case thread.StopToolCalls:
 		return "tool_call"
-	case step.StopContentFilter:
+	case thread.StopContentFilter:
 		return "content_filter"
 	case "":
-		return step.StopDone
+		return thread.StopDone
 	}
 	return stop
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -31,10 +29,10 @@ func BenchmarkRunSpans(b *testing.B) {
 			for b.Loop() {
 				ctx, run := s.startRunSpan(context.Background(), r)
 				sctx, chat := s.startChatSpan(ctx, r)
-				endChatSpan(ctx, chat, step.Result{PromptTokens: 10, CompletionTokens: 20, StopReason: step.StopToolCalls}, nil)
+				endChatSpan(ctx, chat, thread.ModelResult{PromptTokens: 10, CompletionTokens: 20, StopReason: thread.StopToolCalls}, nil)
 				for _, c := range []pendingCall{{id: "c1", name: "calculator"}, {id: "c2", name: "clock"}} {
 					_, span := s.startToolSpan(sctx, c)
-					endToolSpan(sctx, span, tool.Result{})
+					endToolSpan(sctx, span, thread.ToolOutput{})
 				}
 				endRunSpan(run, thread.RunSucceeded, thread.ModelResult{PromptTokens: 10, CompletionTokens: 20}, nil)
 				run.End()

@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/thread"
 )
 
 // Limits bound a start: as engine.Limits, defaults applied.
@@ -41,7 +42,7 @@ func (s *Starter) limitThreadSize(tree *checkpoint.Tree, adds int) error {
 }
 
 // overInline names an attachment that did not fit the model call's budget.
-func overInline(a checkpoint.Attachment, limit int64) checkpoint.Part {
-	return checkpoint.Part{Type: "text", Text: fmt.Sprintf("[attached file %s (%s, %d bytes); not shown to the model: the attachments of one request may carry %d bytes]",
+func overInline(a checkpoint.Attachment, limit int64) thread.ModelPart {
+	return thread.ModelPart{Type: thread.PartText, Text: fmt.Sprintf("[attached file %s (%s, %d bytes); not shown to the model: the attachments of one request may carry %d bytes]",
 		a.Name, a.ContentType, a.Size, limit)}
 }

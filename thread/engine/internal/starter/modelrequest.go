@@ -13,7 +13,7 @@ import (
 
 // modelRequest builds what the model sees: the system message, then the path
 // from the root to the message being answered, trimmed from the oldest end
-// to the model's context budget.
+// to the model's context budget. It has no tools; the run adds them.
 func (s *Starter) modelRequest(ctx context.Context, caller string, tree *checkpoint.Tree, r *thread.Run, cfg thread.RunConfig) (thread.ModelRequest, error) {
 	// A continued turn is its newest checkpoint; the turn a continuation
 	// runs is not history but the run's own (see seeded).
@@ -21,30 +21,29 @@ func (s *Starter) modelRequest(ctx context.Context, caller string, tree *checkpo
 	if n := len(path); n > 0 && path[n-1].Role == checkpoint.RoleAssistant {
 		path = path[:n-1]
 	}
-	msgs := make([]thread.ModelMessage, 0, len(path)+1)
-	for _, n := range path {
-		mm := thread.ModelMessage{Role: n.Role, Parts: n.Content, Attachments: n.Attachments}
-		msgs = append(msgs, mm)
-	}
 	if budget := s.models.ContextBudget(r.Model); budget > 0 {
 		size := len(cfg.System)
-		keep := len(msgs)
+		keep := len(path)
 		for keep > 0 {
-			size += messageSize(msgs[keep-1])
-			if size > budget && keep < len(msgs) {
+			size += messageSize(path[keep-1].Content)
+			if size > budget && keep < len(path) {
 				break
 			}
 			keep--
 		}
 		// Trimmed conversations start with a user message: providers such
 		// as Anthropic refuse one that starts with the assistant.
-		for keep < len(msgs)-1 && keep > 0 && msgs[keep].Role != checkpoint.RoleUser {
+		for keep < len(path)-1 && keep > 0 && path[keep].Role != checkpoint.RoleUser {
 			keep++
 		}
-		msgs = msgs[keep:]
+		path = path[keep:]
 	}
+	msgs := make([]thread.ModelMessage, 0, len(path)+1)
 	if cfg.System != "" {
-		msgs = append([]thread.ModelMessage{{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: cfg.System}}}}, msgs...)
+		msgs = append(msgs, thread.ModelMessage{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: thread.PartText, Text: cfg.System}}})
+	}
+	for _, n := range path {
+		msgs = append(msgs, thread.ModelMessage{Role: n.Role, Parts: thread.ModelParts(n.Content), Attachments: n.Attachments})
 	}
 	if s.atts != nil {
 		// Newest first: if the budget runs out, older files go unread.
@@ -61,9 +60,9 @@ func (s *Starter) modelRequest(ctx context.Context, caller string, tree *checkpo
 	return thread.ModelRequest{Messages: msgs, Temperature: cfg.Temperature, Call: r.TreeSeq}, nil
 }
 
-func messageSize(m thread.ModelMessage) int {
+func messageSize(parts []checkpoint.Part) int {
 	n := 16
-	for _, p := range m.Parts {
+	for _, p := range parts {
 		n += len(p.Text) + len(p.Image) + len(p.ToolName) + len(p.ArgsText) + len(p.Result)
 	}
 	return n
@@ -77,7 +76,7 @@ func (s *Starter) inlineAttachments(ctx context.Context, caller string, m *threa
 	if len(m.Attachments) == 0 {
 		return nil
 	}
-	parts := append([]checkpoint.Part(nil), m.Parts...)
+	parts := append([]thread.ModelPart(nil), m.Parts...)
 	for _, a := range m.Attachments {
 		id, err := uuid.Parse(a.ID)
 		if err != nil {
@@ -100,12 +99,12 @@ func (s *Starter) inlineAttachments(ctx context.Context, caller string, m *threa
 		}
 		switch ct := meta.ContentType; {
 		case strings.HasPrefix(ct, "image/"):
-			parts = append(parts, checkpoint.Part{Type: "image", Image: dataURL(ct, data)})
+			parts = append(parts, thread.ModelPart{Type: thread.PartImage, Image: dataURL(ct, data)})
 		case strings.HasPrefix(ct, "text/") || ct == "application/json":
-			parts = append(parts, checkpoint.Part{Type: "text", Text: fmt.Sprintf("[%s]\n%s", meta.Name, data)})
+			parts = append(parts, thread.ModelPart{Type: thread.PartText, Text: fmt.Sprintf("[%s]\n%s", meta.Name, data)})
 		default:
 			// Binary files (PDF, …) are named, not pasted as text.
-			parts = append(parts, checkpoint.Part{Type: "text", Text: fmt.Sprintf("[attached file %s (%s, %d bytes); its content is not shown to the model]", meta.Name, ct, len(data))})
+			parts = append(parts, thread.ModelPart{Type: thread.PartText, Text: fmt.Sprintf("[attached file %s (%s, %d bytes); its content is not shown to the model]", meta.Name, ct, len(data))})
 		}
 	}
 	m.Parts = parts

@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runner"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // Start resolves the fork, starts the model in the background and
@@ -344,7 +344,7 @@ func (s *Starter) attachments(ctx context.Context, caller string, ids []uuid.UUI
 
 type failingModel struct{ err error }
 
-func (f failingModel) Stream(context.Context, thread.ModelRequest, func(string) error) (thread.ModelResult, error) {
+func (f failingModel) Stream(context.Context, thread.ModelRequest, func(thread.Delta) error) (thread.ModelResult, error) {
 	return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: errcode.Message(f.err)}
 }
 

@@ -9,24 +9,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/runner"
 	"github.com/threadline/threadline/thread/engine/internal/trees"
-	"github.com/threadline/threadline/thread/errcode"
 	"github.com/threadline/threadline/thread/threadtest"
 )
 
 // gated answers "ok" once its gate is closed.
 type gated struct{ gate chan struct{} }
 
-func (m gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+func (m gated) Stream(ctx context.Context, _ thread.ModelRequest, on func(thread.Delta) error) (thread.ModelResult, error) {
 	select {
 	case <-m.gate:
 	case <-ctx.Done():
 		return thread.ModelResult{}, ctx.Err()
 	}
-	return thread.ModelResult{StopReason: "stop"}, on("ok")
+	return thread.ModelResult{StopReason: "stop"}, on(thread.Delta{Kind: thread.DeltaText, Text: "ok"})
 }
 
 type models struct{ m thread.Model }

@@ -1,4 +1,4 @@
-package model
+package builtin
 
 import (
 	"container/heap"

@@ -1,4 +1,4 @@
-package model_test
+package builtin_test
 
 import (
 	"context"
@@ -8,24 +8,24 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 func userReq(text string, call int64) thread.ModelRequest {
 	return thread.ModelRequest{Call: call, Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: "be brief"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "an earlier question"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: "an earlier answer"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: text}}},
+		{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "be brief"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier question"}}},
+		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier answer"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: text}}},
 	}}
 }
 
 func collect(t *testing.T, m thread.Model, ctx context.Context, req thread.ModelRequest) ([]string, thread.ModelResult, error) {
 	t.Helper()
 	var toks []string
-	res, err := m.Stream(ctx, req, func(s string) error {
+	res, err := streamText(m, ctx, req, func(s string) error {
 		toks = append(toks, s)
 		return nil
 	})
@@ -63,7 +63,7 @@ func TestBuiltinShapeAndDeterminism(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := model.NewBuiltin(tc.tokens, 0)
+			m := builtin.NewBuiltin(tc.tokens, 0)
 			toks, res, err := collect(t, m, context.Background(), userReq(tc.prompt, tc.call))
 			if err != nil {
 				t.Fatalf("Stream: got error %v, want nil", err)
@@ -76,7 +76,7 @@ func TestBuiltinShapeAndDeterminism(t *testing.T) {
 					t.Fatalf("token %d: got %q, want a space and 4 lowercase letters", i, tok)
 				}
 			}
-			if got, want := strings.Join(toks, ""), model.BuiltinText(tc.prompt, tc.call, tc.tokens); got != want {
+			if got, want := strings.Join(toks, ""), builtin.BuiltinText(tc.prompt, tc.call, tc.tokens); got != want {
 				t.Fatalf("text: got %q, want BuiltinText %q", got, want)
 			}
 			again, _, _ := collect(t, m, context.Background(), userReq(tc.prompt, tc.call))
@@ -109,7 +109,7 @@ func TestBuiltinVariesWithPromptAndCall(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, b := model.BuiltinText(tc.a, tc.callA, 20), model.BuiltinText(tc.b, tc.cB, 20)
+			a, b := builtin.BuiltinText(tc.a, tc.callA, 20), builtin.BuiltinText(tc.b, tc.cB, 20)
 			if got := a == b; got != tc.wantSameAs {
 				t.Fatalf("texts equal: got %v, want %v (%q vs %q)", got, tc.wantSameAs, a, b)
 			}
@@ -120,15 +120,15 @@ func TestBuiltinVariesWithPromptAndCall(t *testing.T) {
 func TestBuiltinUsesLastUserMessage(t *testing.T) {
 	t.Parallel()
 	req := thread.ModelRequest{Call: 4, Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "first"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: "reply"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "sec"}, {Type: "image", Image: "data:image/png;base64,AAAA"}, {Type: "text", Text: "ond"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "first"}}},
+		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "reply"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "sec"}, {Type: "image", Image: "data:image/png;base64,AAAA"}, {Type: "text", Text: "ond"}}},
 	}}
-	toks, _, err := collect(t, model.NewBuiltin(5, 0), context.Background(), req)
+	toks, _, err := collect(t, builtin.NewBuiltin(5, 0), context.Background(), req)
 	if err != nil {
 		t.Fatalf("Stream: got %v, want nil", err)
 	}
-	if got, want := strings.Join(toks, ""), model.BuiltinText("second", 4, 5); got != want {
+	if got, want := strings.Join(toks, ""), builtin.BuiltinText("second", 4, 5); got != want {
 		t.Fatalf("text: got %q, want %q (text parts of the last user message joined)", got, want)
 	}
 }
@@ -150,7 +150,7 @@ func TestBuiltinCancel(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			n := 0
-			_, err := model.NewBuiltin(1000, tc.delay).Stream(ctx, userReq("hi", 1), func(string) error {
+			_, err := streamText(builtin.NewBuiltin(1000, tc.delay), ctx, userReq("hi", 1), func(string) error {
 				n++
 				if n == 5 {
 					cancel()
@@ -169,7 +169,7 @@ func TestBuiltinCancel(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		toks, _, err := collect(t, model.NewBuiltin(10, 0), ctx, userReq("hi", 1))
+		toks, _, err := collect(t, builtin.NewBuiltin(10, 0), ctx, userReq("hi", 1))
 		if !errors.Is(err, context.Canceled) || len(toks) != 0 {
 			t.Fatalf("got %d tokens and %v, want 0 tokens and context.Canceled", len(toks), err)
 		}
@@ -179,7 +179,7 @@ func TestBuiltinCancel(t *testing.T) {
 func TestBuiltinDelay(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	toks, _, err := collect(t, model.NewBuiltin(5, 10*time.Millisecond), context.Background(), userReq("hi", 1))
+	toks, _, err := collect(t, builtin.NewBuiltin(5, 10*time.Millisecond), context.Background(), userReq("hi", 1))
 	if err != nil || len(toks) != 5 {
 		t.Fatalf("got %d tokens and %v, want 5 and nil", len(toks), err)
 	}
@@ -192,7 +192,7 @@ func TestBuiltinOnTokenError(t *testing.T) {
 	t.Parallel()
 	stop := errors.New("client gone")
 	n := 0
-	_, err := model.NewBuiltin(10, 0).Stream(context.Background(), userReq("hi", 1), func(string) error {
+	_, err := streamText(builtin.NewBuiltin(10, 0), context.Background(), userReq("hi", 1), func(string) error {
 		n++
 		return stop
 	})
@@ -216,7 +216,7 @@ func TestBuiltinFail(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.prompt, func(t *testing.T) {
 			t.Parallel()
-			toks, _, err := collect(t, model.NewBuiltin(200, 0), context.Background(), userReq(tc.prompt, 2))
+			toks, _, err := collect(t, builtin.NewBuiltin(200, 0), context.Background(), userReq(tc.prompt, 2))
 			var me *errcode.Error
 			if !errors.As(err, &me) || me.Code != tc.wantCode {
 				t.Fatalf("error: got %v, want a *errcode.Error with code %s", err, tc.wantCode)
@@ -224,14 +224,14 @@ func TestBuiltinFail(t *testing.T) {
 			if len(toks) != 3 {
 				t.Fatalf("tokens before failing: got %d, want 3", len(toks))
 			}
-			if got, want := strings.Join(toks, ""), model.BuiltinText(tc.prompt, 2, 3); got != want {
+			if got, want := strings.Join(toks, ""), builtin.BuiltinText(tc.prompt, 2, 3); got != want {
 				t.Fatalf("text before failing: got %q, want %q", got, want)
 			}
 		})
 	}
 	t.Run("not a prefix", func(t *testing.T) {
 		t.Parallel()
-		toks, _, err := collect(t, model.NewBuiltin(4, 0), context.Background(), userReq("please /fail model_error", 1))
+		toks, _, err := collect(t, builtin.NewBuiltin(4, 0), context.Background(), userReq("please /fail model_error", 1))
 		if err != nil || len(toks) != 4 {
 			t.Fatalf("got %d tokens and %v, want 4 tokens and nil", len(toks), err)
 		}
@@ -239,10 +239,10 @@ func TestBuiltinFail(t *testing.T) {
 }
 
 func TestBuiltinNoAllocsPerToken(t *testing.T) {
-	m := model.NewBuiltin(256, 0)
+	m := builtin.NewBuiltin(256, 0)
 	req := userReq("hello", 1)
 	ctx := context.Background()
-	sink := func(string) error { return nil }
+	sink := func(thread.Delta) error { return nil }
 	allocs := testing.AllocsPerRun(20, func() {
 		if _, err := m.Stream(ctx, req, sink); err != nil {
 			t.Fatal(err)
@@ -254,12 +254,12 @@ func TestBuiltinNoAllocsPerToken(t *testing.T) {
 }
 
 func BenchmarkBuiltin(b *testing.B) {
-	m := model.NewBuiltin(200, 0)
+	m := builtin.NewBuiltin(200, 0)
 	req := userReq("benchmark prompt", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
-	sink := func(s string) error { n += len(s); return nil }
+	sink := func(d thread.Delta) error { n += len(d.Text); return nil }
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -269,4 +269,20 @@ func BenchmarkBuiltin(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*200)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// streamText calls m as a chat call does: the text deltas reach on, other
+// deltas are dropped.
+func streamText(m thread.Model, ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
+	return m.Stream(ctx, req, textOf(on))
+}
+
+// textOf passes the text deltas of a reply to on.
+func textOf(on func(string) error) func(thread.Delta) error {
+	return func(d thread.Delta) error {
+		if d.Kind != thread.DeltaText || d.Text == "" {
+			return nil
+		}
+		return on(d.Text)
+	}
 }

@@ -1,4 +1,4 @@
-package model_test
+package provider_test
 
 import (
 	"context"
@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 )
@@ -63,33 +61,29 @@ func (s *scripted) body(t *testing.T, path string) map[string]any {
 	return b[0]
 }
 
-// stepper resolves model "m" of provider at the server as a model.Stepper.
-func (s *scripted) stepper(t *testing.T, provider, suffix string) model.Stepper {
+// stepper resolves model "m" of provider at the server.
+func (s *scripted) stepper(t *testing.T, provider, suffix string) thread.Model {
 	t.Helper()
 	cfg := map[string]any{"models": []any{map[string]any{
 		"name": "m", "provider": provider, "model": "test-model", "base_url": s.srv.URL + suffix, "api_key_env": "TEST_KEY", "timeout": "5s",
 	}}}
 	r := newRegistry(t, map[string]string{"THREADLINE_MODELS_FILE": writeFile(t, js(cfg)), "TEST_KEY": testKey})
-	m, ok := resolve(t, r, "m").(model.Stepper)
-	if !ok {
-		t.Fatalf("model m: got %T, want a model.Stepper", m)
-	}
-	return m
+	return resolve(t, r, "m")
 }
 
 // agentReq is a turn in progress: the user asked, the model answered with
 // text and two parallel calls (one failed), and now it is called again.
-func agentReq() step.Request {
-	return step.Request{
-		Tools: []tool.Spec{tool.Calculator{}.Spec(), tool.NewClock(nil).Spec()},
-		Messages: []step.Message{
-			{Role: checkpoint.RoleSystem, Parts: []step.Part{{Type: "text", Text: "be brief"}}},
-			{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "what is 12*7, and the time?"}}},
-			{Role: checkpoint.RoleAssistant, Parts: []step.Part{
+func agentReq() thread.ModelRequest {
+	return thread.ModelRequest{
+		Tools: []thread.ToolSpec{tool.Calculator{}.Spec(), tool.NewClock(nil).Spec()},
+		Messages: []thread.ModelMessage{
+			{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "be brief"}}},
+			{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "what is 12*7, and the time?"}}},
+			{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{
 				{Type: "reasoning", Text: "two tools"},
 				{Type: "text", Text: "Let me check."},
-				{Type: "tool-call", Call: &step.ToolCall{ID: "c1", Name: "calculator", ArgsText: `{"expression":"12*7"}`, Result: json.RawMessage(`84`)}},
-				{Type: "tool-call", Call: &step.ToolCall{ID: "c2", Name: "clock", ArgsText: `{"timezone":"Mars"}`, Result: json.RawMessage(`"unknown time zone"`), IsError: true}},
+				{Type: "tool-call", Call: &thread.ToolCall{ID: "c1", Name: "calculator", ArgsText: `{"expression":"12*7"}`, Result: json.RawMessage(`84`)}},
+				{Type: "tool-call", Call: &thread.ToolCall{ID: "c2", Name: "clock", ArgsText: `{"timezone":"Mars"}`, Result: json.RawMessage(`"unknown time zone"`), IsError: true}},
 			}},
 		},
 	}
@@ -102,20 +96,20 @@ type collected struct {
 	pieces          map[string][]string // by call id
 	names           map[string]string
 	order           []string
-	kinds           []step.Kind
+	kinds           []thread.DeltaKind
 }
 
-func collectStep(t *testing.T, m model.Stepper, req step.Request) (*collected, step.Result) {
+func collectStep(t *testing.T, m thread.Model, req thread.ModelRequest) (*collected, thread.ModelResult) {
 	t.Helper()
 	c := &collected{pieces: map[string][]string{}, names: map[string]string{}}
-	res, err := m.StreamStep(context.Background(), req, func(d step.Delta) error {
+	res, err := m.Stream(context.Background(), req, func(d thread.Delta) error {
 		c.kinds = append(c.kinds, d.Kind)
 		switch d.Kind {
-		case step.Text:
+		case thread.DeltaText:
 			c.text.WriteString(d.Text)
-		case step.Reasoning:
+		case thread.DeltaReasoning:
 			c.reasoning.WriteString(d.Text)
-		case step.ToolCallArgs:
+		case thread.DeltaToolCallArgs:
 			if _, ok := c.pieces[d.ToolCallID]; !ok {
 				c.order = append(c.order, d.ToolCallID)
 			}
@@ -128,7 +122,7 @@ func collectStep(t *testing.T, m model.Stepper, req step.Request) (*collected, s
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("StreamStep: got %v, want nil", err)
+		t.Fatalf("Stream: got %v, want nil", err)
 	}
 	return c, res
 }
@@ -165,7 +159,7 @@ var openaiToolStream = []string{
 	"data: [DONE]\n\n",
 }
 
-func checkCalls(t *testing.T, c *collected, res step.Result, want []step.ToolCall) {
+func checkCalls(t *testing.T, c *collected, res thread.ModelResult, want []thread.ToolCall) {
 	t.Helper()
 	if len(res.ToolCalls) != len(want) || len(c.order) != len(want) {
 		t.Fatalf("tool calls: got %+v (streamed %v), want %+v", res.ToolCalls, c.pieces, want)
@@ -182,8 +176,8 @@ func checkCalls(t *testing.T, c *collected, res step.Result, want []step.ToolCal
 			t.Errorf("call %d streamed: got %q (%s) pieces %q, want %q (%s)", i, joined, c.names[got.ID], c.pieces[got.ID], w.ArgsText, w.Name)
 		}
 	}
-	if res.StopReason != step.StopToolCalls {
-		t.Errorf("stop reason: got %q, want %q", res.StopReason, step.StopToolCalls)
+	if res.StopReason != thread.StopToolCalls {
+		t.Errorf("stop reason: got %q, want %q", res.StopReason, thread.StopToolCalls)
 	}
 }
 
@@ -194,7 +188,7 @@ func TestOpenAIToolCallStream(t *testing.T) {
 	if c.text.String() != "On it." || c.reasoning.String() != "Need both." {
 		t.Errorf("text %q reasoning %q: want %q and %q", c.text.String(), c.reasoning.String(), "On it.", "Need both.")
 	}
-	checkCalls(t, c, res, []step.ToolCall{
+	checkCalls(t, c, res, []thread.ToolCall{
 		{ID: "call_a", Name: "calculator", ArgsText: `{"expression":"12*7"}`},
 		{ID: "call_b", Name: "clock", ArgsText: `{"timezone":"UTC"}`},
 	})
@@ -228,19 +222,19 @@ func TestOpenAIToolCallStream(t *testing.T) {
 	}
 }
 
-// TestOpenAIToolCallsNeverText: the chat interface (Stream), on a reply
-// that calls tools, streams only the text; langchaingo's JSON of the
-// tool-call deltas never reaches it.
+// TestOpenAIToolCallsNeverText: on a reply that calls tools, the text
+// deltas hold only the text; langchaingo's JSON of the tool-call deltas
+// never reaches them.
 func TestOpenAIToolCallsNeverText(t *testing.T) {
 	t.Parallel()
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", openaiToolStream)
 	var text strings.Builder
-	res, err := s.stepper(t, "openai", "/v1").(thread.Model).Stream(context.Background(), userReq("hi", 1), func(tok string) error {
+	res, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), userReq("hi", 1), textOf(func(tok string) error {
 		text.WriteString(tok)
 		return nil
-	})
-	if err != nil || text.String() != "On it." || res.StopReason != "stop" {
-		t.Errorf("Stream: got %q, %+v, %v; want only %q", text.String(), res, err, "On it.")
+	}))
+	if err != nil || text.String() != "On it." || res.StopReason != thread.StopToolCalls || len(res.ToolCalls) == 0 {
+		t.Errorf("Stream: got %q, %+v, %v; want only %q and the calls", text.String(), res, err, "On it.")
 	}
 }
 
@@ -262,9 +256,9 @@ func TestOpenAISequentialCallsWithoutIndex(t *testing.T) {
 		oaChunk(map[string]any{}, "stop"),
 		"data: [DONE]\n\n",
 	})
-	c, res := collectStep(t, s.stepper(t, "openai", "/v1"), step.Request{Messages: []step.Message{
-		{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "hi"}}}}, Tools: []tool.Spec{tool.Calculator{}.Spec()}})
-	checkCalls(t, c, res, []step.ToolCall{
+	c, res := collectStep(t, s.stepper(t, "openai", "/v1"), thread.ModelRequest{Messages: []thread.ModelMessage{
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "hi"}}}}, Tools: []thread.ToolSpec{tool.Calculator{}.Spec()}})
+	checkCalls(t, c, res, []thread.ToolCall{
 		{ID: "a", Name: "calculator", ArgsText: `{"expression":"1+1"}`},
 		{ID: "b", Name: "clock", ArgsText: `{}`}, // no arguments: "{}"
 	})
@@ -296,7 +290,7 @@ func TestAnthropicToolCallStream(t *testing.T) {
 	if c.text.String() != "Computing." || c.reasoning.String() != "Need calc." {
 		t.Errorf("text %q reasoning %q: want %q and %q", c.text.String(), c.reasoning.String(), "Computing.", "Need calc.")
 	}
-	checkCalls(t, c, res, []step.ToolCall{
+	checkCalls(t, c, res, []thread.ToolCall{
 		{ID: "toolu_1", Name: "calculator", ArgsText: `{"expression": "12*7"}`},
 		{ID: "toolu_2", Name: "clock", ArgsText: `{}`},
 	})
@@ -342,7 +336,7 @@ func TestGoogleToolCalls(t *testing.T) {
 	}
 	// Google sends no ids and no argument pieces: each call whole, with an
 	// id of ours.
-	checkCalls(t, c, res, []step.ToolCall{
+	checkCalls(t, c, res, []thread.ToolCall{
 		{Name: "calculator", ArgsText: `{"expression":"12*7"}`},
 		{Name: "clock", ArgsText: `{}`},
 	})
@@ -366,15 +360,15 @@ func TestOllamaTools(t *testing.T) {
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", openaiToolStream)
 	m := s.stepper(t, "ollama", "")
 	c, res := collectStep(t, m, agentReq())
-	checkCalls(t, c, res, []step.ToolCall{
+	checkCalls(t, c, res, []thread.ToolCall{
 		{ID: "call_a", Name: "calculator", ArgsText: `{"expression":"12*7"}`},
 		{ID: "call_b", Name: "clock", ArgsText: `{"timezone":"UTC"}`},
 	})
 	if body := s.body(t, "/v1/chat/completions"); get(body, "model") != "test-model" || len(body["tools"].([]any)) != 2 {
 		t.Errorf("request: got %s, want test-model with 2 tools", js(body))
 	}
-	_, err := m.StreamStep(context.Background(), step.Request{Messages: []step.Message{
-		{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "hi"}}}}}, func(step.Delta) error { return nil })
+	_, err := m.Stream(context.Background(), thread.ModelRequest{Messages: []thread.ModelMessage{
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "hi"}}}}}, func(thread.Delta) error { return nil })
 	if s.bodies["/api/chat"] == nil {
 		t.Errorf("a request without tools: got requests to %v (err %v), want one to /api/chat", s.bodies, err)
 	}
@@ -385,15 +379,15 @@ func TestStepOnDeltaError(t *testing.T) {
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", openaiToolStream)
 	stop := errors.New("stop here")
 	n := 0
-	_, err := s.stepper(t, "openai", "/v1").StreamStep(context.Background(), agentReq(), func(d step.Delta) error {
+	_, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), agentReq(), func(d thread.Delta) error {
 		n++
-		if d.Kind == step.ToolCallArgs {
+		if d.Kind == thread.DeltaToolCallArgs {
 			return stop
 		}
 		return nil
 	})
 	if !errors.Is(err, stop) || n != 4 {
-		t.Errorf("StreamStep: got %v after %d deltas, want the callback's error after 4", err, n)
+		t.Errorf("Stream: got %v after %d deltas, want the callback's error after 4", err, n)
 	}
 }
 
@@ -410,9 +404,9 @@ func TestStepRaw(t *testing.T) {
 	}
 	s := newScripted(t, "/v1/chat/completions", "text/event-stream", script)
 	var log []string
-	req := step.Request{Messages: []step.Message{{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "hi"}}}},
+	req := thread.ModelRequest{Messages: []thread.ModelMessage{{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "hi"}}}},
 		OnRaw: func(line []byte) { log = append(log, "raw "+string(line)) }}
-	_, err := s.stepper(t, "openai", "/v1").StreamStep(context.Background(), req, func(d step.Delta) error {
+	_, err := s.stepper(t, "openai", "/v1").Stream(context.Background(), req, func(d thread.Delta) error {
 		log = append(log, fmt.Sprintf("delta %d %s", d.Kind, d.Text))
 		return nil
 	})
@@ -424,9 +418,9 @@ func TestStepRaw(t *testing.T) {
 		want = append(want, "raw "+strings.TrimSuffix(piece, "\n\n"))
 		switch i {
 		case 0:
-			want = append(want, fmt.Sprintf("delta %d Hmm.", step.Reasoning))
+			want = append(want, fmt.Sprintf("delta %d Hmm.", thread.DeltaReasoning))
 		case 1:
-			want = append(want, fmt.Sprintf("delta %d Hi", step.Text))
+			want = append(want, fmt.Sprintf("delta %d Hi", thread.DeltaText))
 		}
 	}
 	if strings.Join(log, "\n") != strings.Join(want, "\n") {

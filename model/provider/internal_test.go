@@ -1,4 +1,4 @@
-package model
+package provider
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
 	"github.com/threadline/threadline/thread"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -40,25 +39,6 @@ func TestRedact(t *testing.T) {
 				t.Fatalf("redact(%q): got %q, want %q", tc.in, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestOllamaURL(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"127.0.0.1", "http://127.0.0.1:11434"},
-		{"0.0.0.0:11434", "http://127.0.0.1:11434"},
-		{"gpu-box:8080", "http://gpu-box:8080"},
-		{"http://gpu-box:11434/", "http://gpu-box:11434"},
-		{"https://ollama.example.com", "https://ollama.example.com:443"},
-		{"http://proxy:80/ollama", "http://proxy:80/ollama"},
-		{"[::1]:11434", "http://[::1]:11434"},
-	}
-	for _, tc := range tests {
-		if got := ollamaURL(tc.in); got != tc.want {
-			t.Errorf("ollamaURL(%q): got %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -123,11 +103,11 @@ func TestFormatDuration(t *testing.T) {
 func TestToMessages(t *testing.T) {
 	t.Parallel()
 	req := thread.ModelRequest{Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: "sys1"}, {Type: "text", Text: "sys2"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "look"}, {Type: "image", Image: "data:image/png;base64,aGVsbG8="},
+		{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "sys1"}, {Type: "text", Text: "sys2"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "look"}, {Type: "image", Image: "data:image/png;base64,aGVsbG8="},
 			{Type: "image", Image: "/api/v1/attachments/1"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: ""}}}, // an empty failed reply
-		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: "a"}, {Type: "text", Text: "b"}}},
+		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: ""}}}, // an empty failed reply
+		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "a"}, {Type: "text", Text: "b"}}},
 		{Role: checkpoint.RoleUser, Attachments: []checkpoint.Attachment{{Name: "f.txt", Content: []checkpoint.Part{{Type: "text", Text: "file"}}}}},
 	}}
 	tests := []struct {
@@ -215,8 +195,8 @@ func FuzzTaps(f *testing.F) {
 		`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`, true)
 	f.Fuzz(func(t *testing.T, stream string, anthropic bool) {
 		pieces := map[string]string{}
-		em := &emitter{onDelta: func(d step.Delta) error {
-			if d.Kind == step.ToolCallArgs {
+		em := &emitter{onDelta: func(d thread.Delta) error {
+			if d.Kind == thread.DeltaToolCallArgs {
 				pieces[d.ToolCallID] += d.ArgsText
 			}
 			return nil
@@ -268,6 +248,19 @@ func TestProbeBodyLastLine(t *testing.T) {
 		}
 		if want := []string{"[a,", "b]"}; !slices.Equal(got, want) {
 			t.Errorf("read to EOF %v: tapped %q, want %q", toEOF, got, want)
+		}
+	}
+}
+
+func TestOpenAIChatModel(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]bool{
+		"gpt-4o": true, "gpt-4.1-mini": true, "o3": true, "o4-mini": true, "chatgpt-4o-latest": true,
+		"text-embedding-3-small": false, "gpt-4o-audio-preview": false, "gpt-4o-realtime-preview": false,
+		"tts-1": false, "dall-e-3": false, "gpt-image-1": false, "whisper-1": false, "gpt-3.5-turbo-instruct": false,
+	} {
+		if got := openAIChatModel(id); got != want {
+			t.Errorf("openAIChatModel(%q) = %v, want %v", id, got, want)
 		}
 	}
 }

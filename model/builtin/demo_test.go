@@ -1,4 +1,4 @@
-package model_test
+package builtin_test
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
+	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/model/tool"
-	"github.com/threadline/threadline/thread/errcode"
+	"github.com/threadline/threadline/thread"
 )
 
-// demoChat is the demo's chat (Stream) reply to text.
+// demoChat is the text of the demo's reply to text without tools (a
+// chat call).
 func demoChat(t *testing.T, text string, call int64) string {
 	t.Helper()
 	var b strings.Builder
-	res, err := model.NewDemo(0).Stream(context.Background(), userReq(text, call), func(s string) error { b.WriteString(s); return nil })
+	res, err := streamText(builtin.NewDemo(0), context.Background(), userReq(text, call), func(s string) error { b.WriteString(s); return nil })
 	if err != nil || res.StopReason != "stop" || res.Model != "builtin" || res.CompletionTokens == 0 {
 		t.Fatalf("Stream(%q): got %+v, %v", text, res, err)
 	}
@@ -42,7 +43,7 @@ func TestDemoChat(t *testing.T) {
 		{"show me code", []string{"```go\npackage main"}, nil},
 		{"a table please", []string{"| provider | `run_config.model` | what to set |\n|---|---|---|\n", "| Ollama | `ollama:llama3.2` |"}, nil},
 		{"give me a list of ideas?", []string{"- It has **6** words.", "*ideas*", "a question"}, nil},
-		{"plan a trip to Rome", []string{"- [ ] Understand the goal: plan a trip to Rome\n", "- [ ] Sum up what was done", "4. Every task is done"}, []string{`"tasks"`}},
+		{"plan a trip to Rome", []string{"I tick each task off as I go", "4. Every task is done"}, []string{`"tasks"`}},
 		{"", []string{"You asked: nothing"}, nil},
 		{"quote `this` " + strings.Repeat("long ", 100), []string{"quote 'this' long", "…”"}, nil},
 	}
@@ -75,12 +76,12 @@ func TestDemoChat(t *testing.T) {
 }
 
 // agentStep runs one demo step and returns its deltas and result.
-func agentStep(t *testing.T, m model.Stepper, req step.Request) ([]step.Delta, step.Result) {
+func agentStep(t *testing.T, m thread.Model, req thread.ModelRequest) ([]thread.Delta, thread.ModelResult) {
 	t.Helper()
-	var ds []step.Delta
-	res, err := m.StreamStep(context.Background(), req, func(d step.Delta) error { ds = append(ds, d); return nil })
+	var ds []thread.Delta
+	res, err := m.Stream(context.Background(), req, func(d thread.Delta) error { ds = append(ds, d); return nil })
 	if err != nil {
-		t.Fatalf("StreamStep: %v", err)
+		t.Fatalf("Stream: %v", err)
 	}
 	return ds, res
 }
@@ -88,18 +89,18 @@ func agentStep(t *testing.T, m model.Stepper, req step.Request) ([]step.Delta, s
 // turn is a tiny agent loop over the demo and the real built-in tools: it
 // runs steps, executing each step's calls, until the model stops, and
 // returns every delta and the finished assistant message.
-func turn(t *testing.T, prompt string, specs []tool.Spec, now time.Time) ([]step.Delta, step.Message, int) {
+func turn(t *testing.T, prompt string, specs []thread.ToolSpec, now time.Time) ([]thread.Delta, thread.ModelMessage, int) {
 	t.Helper()
 	reg := tool.NewRegistry(time.Second)
 	if err := reg.Add(tool.Builtins(func() time.Time { return now })...); err != nil {
 		t.Fatal(err)
 	}
-	m := model.NewDemo(0)
-	asst := step.Message{Role: checkpoint.RoleAssistant}
-	var all []step.Delta
+	m := builtin.NewDemo(0)
+	asst := thread.ModelMessage{Role: checkpoint.RoleAssistant}
+	var all []thread.Delta
 	for steps := 1; steps <= 4; steps++ {
-		req := step.Request{Tools: specs, Call: 1, Messages: []step.Message{
-			{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: prompt}}}}}
+		req := thread.ModelRequest{Tools: specs, Call: 1, Messages: []thread.ModelMessage{
+			{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: prompt}}}}}
 		if len(asst.Parts) > 0 {
 			req.Messages = append(req.Messages, asst)
 		}
@@ -107,14 +108,14 @@ func turn(t *testing.T, prompt string, specs []tool.Spec, now time.Time) ([]step
 		all = append(all, ds...)
 		var text strings.Builder
 		for _, d := range ds {
-			if d.Kind == step.Text {
+			if d.Kind == thread.DeltaText {
 				text.WriteString(d.Text)
 			}
 		}
 		if text.Len() > 0 {
-			asst.Parts = append(asst.Parts, step.Part{Type: "text", Text: text.String()})
+			asst.Parts = append(asst.Parts, thread.ModelPart{Type: "text", Text: text.String()})
 		}
-		if res.StopReason != step.StopToolCalls {
+		if res.StopReason != thread.StopToolCalls {
 			return all, asst, steps
 		}
 		for _, c := range res.ToolCalls {
@@ -123,17 +124,17 @@ func turn(t *testing.T, prompt string, specs []tool.Spec, now time.Time) ([]step
 				t.Fatal(err)
 			}
 			c.Result, c.IsError = r.Value, r.IsError
-			asst.Parts = append(asst.Parts, step.Part{Type: "tool-call", Call: &c})
+			asst.Parts = append(asst.Parts, thread.ModelPart{Type: "tool-call", Call: &c})
 		}
 	}
 	t.Fatalf("%q: the demo did not stop after 4 steps", prompt)
 	return nil, asst, 0
 }
 
-func callsOf(ds []step.Delta) (order []string, args map[string]string, names map[string]string) {
+func callsOf(ds []thread.Delta) (order []string, args map[string]string, names map[string]string) {
 	args, names = map[string]string{}, map[string]string{}
 	for _, d := range ds {
-		if d.Kind != step.ToolCallArgs {
+		if d.Kind != thread.DeltaToolCallArgs {
 			continue
 		}
 		if _, ok := args[d.ToolCallID]; !ok {
@@ -145,7 +146,7 @@ func callsOf(ds []step.Delta) (order []string, args map[string]string, names map
 	return order, args, names
 }
 
-func lastText(m step.Message) string {
+func lastText(m thread.ModelMessage) string {
 	for i := len(m.Parts) - 1; i >= 0; i-- {
 		if m.Parts[i].Type == "text" {
 			return m.Parts[i].Text
@@ -157,10 +158,10 @@ func lastText(m step.Message) string {
 func TestDemoAgent(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 23, 21, 30, 0, 0, time.UTC)
-	all := []tool.Spec{tool.Calculator{}.Spec(), tool.NewClock(nil).Spec(), tool.Wait{}.Spec()}
+	all := []thread.ToolSpec{tool.Calculator{}.Spec(), tool.NewClock(nil).Spec(), tool.Wait{}.Spec()}
 	tests := []struct {
 		prompt    string
-		tools     []tool.Spec
+		tools     []thread.ToolSpec
 		wantCalls []string // name and args of each call of the first step
 		wantSteps int
 		wantLast  string
@@ -172,7 +173,7 @@ func TestDemoAgent(t *testing.T) {
 		{"please wait 0.05 seconds", all, []string{`wait {"seconds":0.05}`}, 2, "I waited 0.05 seconds."},
 		{"what is 1/0?", all, []string{`calculator {"expression":"1/0"}`}, 2, "`calculator` could not do it: at 2: division by zero."},
 		// Without the tool the demo works it out itself, in one step.
-		{"what is 12*7?", []tool.Spec{tool.NewClock(nil).Spec()}, nil, 1, "**12*7 = 84**"},
+		{"what is 12*7?", []thread.ToolSpec{tool.NewClock(nil).Spec()}, nil, 1, "**12*7 = 84**"},
 		{"what is 12*7?", nil, nil, 1, "**12*7 = 84**"},
 		{"hello", all, nil, 1, "built-in model"},
 	}
@@ -195,7 +196,7 @@ func TestDemoAgent(t *testing.T) {
 		for _, id := range order {
 			var pieces int
 			for _, d := range ds {
-				if d.Kind == step.ToolCallArgs && d.ToolCallID == id {
+				if d.Kind == thread.DeltaToolCallArgs && d.ToolCallID == id {
 					pieces++
 				}
 			}
@@ -208,8 +209,8 @@ func TestDemoAgent(t *testing.T) {
 
 func TestDemoPlan(t *testing.T) {
 	t.Parallel()
-	ds, res := agentStep(t, model.NewDemo(0), step.Request{Messages: []step.Message{
-		{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "Make a plan for my move"}}}}})
+	ds, res := agentStep(t, builtin.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "Make a plan for my move"}}}}})
 	type plan struct {
 		ID    string `json:"id"`
 		Tasks []struct {
@@ -219,7 +220,7 @@ func TestDemoPlan(t *testing.T) {
 	}
 	var plans []plan
 	for _, d := range ds {
-		if d.Kind != step.Data {
+		if d.Kind != thread.DeltaData {
 			continue
 		}
 		var p plan
@@ -228,7 +229,7 @@ func TestDemoPlan(t *testing.T) {
 		}
 		plans = append(plans, p)
 	}
-	if len(plans) != 5 || res.StopReason != step.StopDone || len(res.ToolCalls) != 0 {
+	if len(plans) != 5 || res.StopReason != thread.StopDone || len(res.ToolCalls) != 0 {
 		t.Fatalf("plans: got %d (stop %s), want 5: all pending, then one more task done each time", len(plans), res.StopReason)
 	}
 	for i, p := range plans {
@@ -245,7 +246,7 @@ func TestDemoPlan(t *testing.T) {
 			}
 		}
 	}
-	if ds[0].Kind != step.Reasoning || !strings.Contains(reasoningOf(ds), "split it into four tasks") {
+	if ds[0].Kind != thread.DeltaReasoning || !strings.Contains(reasoningOf(ds), "split it into four tasks") {
 		t.Errorf("the plan's reply: got first delta %+v and reasoning %q, want it to open with its reasoning", ds[0], reasoningOf(ds))
 	}
 	if !strings.Contains(plans[0].Tasks[0].Title, "Make a plan for my move") {
@@ -254,7 +255,7 @@ func TestDemoPlan(t *testing.T) {
 	// The plan is shown once: as plan parts, not also as a checklist in the text.
 	var text strings.Builder
 	for _, d := range ds {
-		if d.Kind == step.Text {
+		if d.Kind == thread.DeltaText {
 			text.WriteString(d.Text)
 		}
 	}
@@ -266,7 +267,7 @@ func TestDemoPlan(t *testing.T) {
 func TestDemoFailAndCancel(t *testing.T) {
 	t.Parallel()
 	var text strings.Builder
-	_, err := model.NewDemo(0).Stream(context.Background(), userReq("/fail model_auth", 1), func(s string) error { text.WriteString(s); return nil })
+	_, err := streamText(builtin.NewDemo(0), context.Background(), userReq("/fail model_auth", 1), func(s string) error { text.WriteString(s); return nil })
 	if errcode.Of(err) != errcode.ModelAuth || text.String() != "Failing as asked." {
 		t.Errorf("/fail model_auth: got %q, %v; want three words and model_auth", text.String(), err)
 	}
@@ -275,7 +276,7 @@ func TestDemoFailAndCancel(t *testing.T) {
 	// sends nothing more.
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err = model.NewDemo(5*time.Millisecond).Stream(ctx, userReq("hello", 1), func(string) error {
+	_, err = streamText(builtin.NewDemo(5*time.Millisecond), ctx, userReq("hello", 1), func(string) error {
 		n++
 		cancel()
 		return nil
@@ -285,7 +286,7 @@ func TestDemoFailAndCancel(t *testing.T) {
 	}
 
 	stop := errors.New("enough")
-	_, err = model.NewDemo(0).Stream(context.Background(), userReq("hello", 1), func(string) error { return stop })
+	_, err = streamText(builtin.NewDemo(0), context.Background(), userReq("hello", 1), func(string) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("onToken's error: got %v, want it back", err)
 	}
@@ -296,12 +297,12 @@ func TestDemoFailAndCancel(t *testing.T) {
 // next step says what was answered. Without the tool it does not ask.
 func TestDemoAsksUser(t *testing.T) {
 	t.Parallel()
-	ask := tool.Spec{Name: model.AskUserTool, Description: "Ask the person.", Parameters: json.RawMessage(`{"type":"object"}`)}
-	m := model.NewDemo(0)
-	user := step.Message{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "ask me what to do"}}}
-	ds, res := agentStep(t, m, step.Request{Tools: []tool.Spec{ask}, Messages: []step.Message{user}})
-	if res.StopReason != step.StopToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != model.AskUserTool {
-		t.Fatalf("first step: stop %q, calls %+v; want one %s call", res.StopReason, res.ToolCalls, model.AskUserTool)
+	ask := thread.ToolSpec{Name: builtin.AskUserTool, Description: "Ask the person.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	m := builtin.NewDemo(0)
+	user := thread.ModelMessage{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "ask me what to do"}}}
+	ds, res := agentStep(t, m, thread.ModelRequest{Tools: []thread.ToolSpec{ask}, Messages: []thread.ModelMessage{user}})
+	if res.StopReason != thread.StopToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != builtin.AskUserTool {
+		t.Fatalf("first step: stop %q, calls %+v; want one %s call", res.StopReason, res.ToolCalls, builtin.AskUserTool)
 	}
 	var args struct {
 		Question string   `json:"question"`
@@ -315,15 +316,15 @@ func TestDemoAsksUser(t *testing.T) {
 	}
 	c := res.ToolCalls[0]
 	c.Result = json.RawMessage(`"Make a plan"`)
-	asst := step.Message{Role: checkpoint.RoleAssistant, Parts: []step.Part{{Type: "tool-call", Call: &c}}}
-	ds, res = agentStep(t, m, step.Request{Tools: []tool.Spec{ask}, Messages: []step.Message{user, asst}})
+	asst := thread.ModelMessage{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "tool-call", Call: &c}}}
+	ds, res = agentStep(t, m, thread.ModelRequest{Tools: []thread.ToolSpec{ask}, Messages: []thread.ModelMessage{user, asst}})
 	var text strings.Builder
 	for _, d := range ds {
-		if d.Kind == step.Text {
+		if d.Kind == thread.DeltaText {
 			text.WriteString(d.Text)
 		}
 	}
-	if res.StopReason != step.StopDone || !strings.Contains(text.String(), "You answered: **Make a plan**") {
+	if res.StopReason != thread.StopDone || !strings.Contains(text.String(), "You answered: **Make a plan**") {
 		t.Errorf("second step: stop %q, text %q; want the answer repeated", res.StopReason, text.String())
 	}
 	_, asst2, _ := turn(t, "ask me what to do", nil, time.Now())
@@ -332,10 +333,10 @@ func TestDemoAsksUser(t *testing.T) {
 	}
 }
 
-func reasoningOf(ds []step.Delta) string {
+func reasoningOf(ds []thread.Delta) string {
 	var b strings.Builder
 	for _, d := range ds {
-		if d.Kind == step.Reasoning {
+		if d.Kind == thread.DeltaReasoning {
 			b.WriteString(d.Text)
 		}
 	}
@@ -346,17 +347,17 @@ func reasoningOf(ds []step.Delta) string {
 // data part, each with a name, a path and a data: URL holding its content.
 func TestDemoFiles(t *testing.T) {
 	t.Parallel()
-	ds, res := agentStep(t, model.NewDemo(0), step.Request{Messages: []step.Message{
-		{Role: checkpoint.RoleUser, Parts: []step.Part{{Type: "text", Text: "write me some files"}}}}})
+	ds, res := agentStep(t, builtin.NewDemo(0), thread.ModelRequest{Messages: []thread.ModelMessage{
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "write me some files"}}}}})
 	var files []struct{ Filepath, Filename, URL string }
 	for _, d := range ds {
-		if d.Kind == step.Data && d.Name == "files" {
+		if d.Kind == thread.DeltaData && d.Name == "files" {
 			if err := json.Unmarshal(d.Data, &files); err != nil {
 				t.Fatalf("files part %s: %v", d.Data, err)
 			}
 		}
 	}
-	if res.StopReason != step.StopDone || len(files) != 2 {
+	if res.StopReason != thread.StopDone || len(files) != 2 {
 		t.Fatalf("got stop %q and files %+v, want two files", res.StopReason, files)
 	}
 	for _, f := range files {

@@ -20,7 +20,7 @@
 // Any other word after "/fail " fails with model_error. This exists so the
 // failure path of a run (error event, failed run, incomplete message) can be
 // tested end to end with zero keys.
-package model
+package builtin
 
 import (
 	"context"
@@ -29,22 +29,18 @@ import (
 	"unsafe"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
-var (
-	_ thread.Model = (*Builtin)(nil)
-	_ Stepper      = (*Builtin)(nil)
-)
+var _ thread.Model = (*Builtin)(nil)
 
 // Builtin is the zero-key deterministic model. Its reply is Tokens tokens,
 // each a space and four pseudo-random lowercase letters (5 bytes), drawn
 // from a splitmix64 generator seeded with the FNV-1a hash of the last user
 // message's text and the request's Call. With Delay > 0 token i is sent at
 // start + (i+1)*Delay, from a goroutine that every paced stream of the
-// process shares (see pace), so onToken must not block; with Delay == 0
+// process shares (see pace), so onDelta must not block; with Delay == 0
 // tokens are sent back to back on the caller's goroutine with no timer.
 //
 // Stream allocates once per block of 256 tokens and hands out substrings, so
@@ -91,27 +87,6 @@ func BuiltinText(lastUser string, call int64, tokens int) string {
 	b := make([]byte, tokens*tokenLen)
 	fill(&s, b)
 	return string(b)
-}
-
-// lastUserText returns the concatenated text parts of the last user message.
-func lastUserText(req thread.ModelRequest) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := &req.Messages[i]
-		if m.Role != checkpoint.RoleUser {
-			continue
-		}
-		if len(m.Parts) == 1 {
-			return m.Parts[0].Text
-		}
-		var b strings.Builder
-		for _, p := range m.Parts {
-			if p.Type == "text" || p.Type == "" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
 }
 
 // seed hashes the prompt with FNV-1a (64 bit) and mixes in the call.
@@ -183,38 +158,14 @@ func failCode(prompt string) errcode.Code {
 	return errcode.ModelError
 }
 
-// promptTokens is a rough token count of every message: text bytes / 4.
-func promptTokens(req thread.ModelRequest) int {
-	n := 0
-	for i := range req.Messages {
-		for _, p := range req.Messages[i].Parts {
-			n += len(p.Text)
-		}
-		for _, a := range req.Messages[i].Attachments {
-			for _, p := range a.Content {
-				n += len(p.Text)
-			}
-		}
-	}
-	return n / 4
+// Stream implements thread.Model: the words as text deltas; the words
+// model calls no tools. It returns ctx.Err() when ctx ends between two
+// tokens, and onDelta's error as is.
+func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
+	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), onDelta)
 }
 
-// Stream implements thread.Model. It returns ctx.Err() when ctx ends
-// between two tokens, and onToken's error as is.
-func (m *Builtin) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	return m.stream(ctx, lastUserText(req), req.Call, promptTokens(req), onToken)
-}
-
-// StreamStep implements Stepper: the same words as Stream, as text deltas;
-// the words model calls no tools.
-func (m *Builtin) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
-	res, err := m.stream(ctx, stepLastUser(req), req.Call, stepPromptTokens(req), func(tok string) error {
-		return onDelta(step.Delta{Kind: step.Text, Text: tok})
-	})
-	return step.Result{Model: res.Model, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, StopReason: res.StopReason}, err
-}
-
-func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onToken func(string) error) (thread.ModelResult, error) {
+func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks int, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	n := m.Tokens
 	fail := failCode(prompt)
 	if fail != "" {
@@ -227,7 +178,7 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 		// Its own variable: the closure moves it to the heap, and the
 		// unpaced path below should not pay for that.
 		paced := &tokenSource{s: seed(prompt, call), n: n}
-		send := func(i int) error { return onToken(paced.at(i)) }
+		send := func(i int) error { return onDelta(thread.Delta{Kind: thread.DeltaText, Text: paced.at(i)}) }
 		if err := paceWith(ctx, m.Pacer, n, m.Delay, send); err != nil {
 			return thread.ModelResult{}, err
 		}
@@ -242,7 +193,7 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 				default:
 				}
 			}
-			if err := onToken(toks.at(i)); err != nil {
+			if err := onDelta(thread.Delta{Kind: thread.DeltaText, Text: toks.at(i)}); err != nil {
 				return thread.ModelResult{}, err
 			}
 		}
@@ -258,8 +209,8 @@ func (m *Builtin) stream(ctx context.Context, prompt string, call int64, ptoks i
 	return thread.ModelResult{Model: name, PromptTokens: ptoks, CompletionTokens: n, StopReason: "stop"}, nil
 }
 
-// stepLastUser returns the text of the last user message of a step request.
-func stepLastUser(req step.Request) string {
+// lastUserText returns the concatenated text parts of the last user message.
+func lastUserText(req thread.ModelRequest) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := &req.Messages[i]
 		if m.Role != checkpoint.RoleUser {
@@ -270,7 +221,7 @@ func stepLastUser(req step.Request) string {
 		}
 		var b strings.Builder
 		for _, p := range m.Parts {
-			if p.Type == step.PartText || p.Type == "" {
+			if p.Type == thread.PartText || p.Type == "" {
 				b.WriteString(p.Text)
 			}
 		}
@@ -279,8 +230,8 @@ func stepLastUser(req step.Request) string {
 	return ""
 }
 
-// stepPromptTokens is promptTokens of a step request.
-func stepPromptTokens(req step.Request) int {
+// promptTokens is a rough token count of every message: text bytes / 4.
+func promptTokens(req thread.ModelRequest) int {
 	n := 0
 	for i := range req.Messages {
 		for _, p := range req.Messages[i].Parts {

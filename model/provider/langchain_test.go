@@ -1,4 +1,4 @@
-package model_test
+package provider_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
 // testKey looks like an OpenAI key so both the literal and the pattern
@@ -297,10 +297,10 @@ func resolve(t *testing.T, r *model.Registry, name string) thread.Model {
 func visionReq() thread.ModelRequest {
 	temp := 0.2
 	return thread.ModelRequest{Temperature: &temp, Call: 1, Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleSystem, Parts: []checkpoint.Part{{Type: "text", Text: "be brief"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "an earlier question"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []checkpoint.Part{{Type: "text", Text: "an earlier answer"}}},
-		{Role: checkpoint.RoleUser, Parts: []checkpoint.Part{{Type: "text", Text: "what is in this picture?"}, {Type: "image", Image: pngURL}},
+		{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "be brief"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier question"}}},
+		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier answer"}}},
+		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "what is in this picture?"}, {Type: "image", Image: pngURL}},
 			Attachments: []checkpoint.Attachment{{ID: "a1", Type: "document", Name: "notes.txt", ContentType: "text/plain",
 				Content: []checkpoint.Part{{Type: "text", Text: "some notes"}}}}},
 	}}
@@ -481,7 +481,7 @@ func TestProviderStream(t *testing.T) {
 			f := newFake(t, d, "ok")
 			m := resolve(t, f.registry(t, "5s", true), "m")
 			var got []string
-			res, err := m.Stream(context.Background(), visionReq(), func(s string) error {
+			res, err := streamText(m, context.Background(), visionReq(), func(s string) error {
 				got = append(got, s)
 				return nil
 			})
@@ -635,7 +635,7 @@ func TestProviderCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			n := 0
-			_, err := m.Stream(ctx, userReq("hi", 1), func(string) error {
+			_, err := streamText(m, ctx, userReq("hi", 1), func(string) error {
 				n++
 				cancel()
 				return nil
@@ -668,7 +668,7 @@ func TestProviderOnTokenError(t *testing.T) {
 			f := newFake(t, d, "ok")
 			m := resolve(t, f.registry(t, "5s", true), "m")
 			n := 0
-			_, err := m.Stream(context.Background(), userReq("hi", 1), func(string) error {
+			_, err := streamText(m, context.Background(), userReq("hi", 1), func(string) error {
 				n++
 				return stop
 			})

@@ -1,4 +1,4 @@
-package model
+package provider
 
 import (
 	"bytes"
@@ -18,9 +18,8 @@ import (
 	"time"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
@@ -29,17 +28,25 @@ import (
 	"google.golang.org/api/option"
 )
 
-// providerSpec is everything a provider model needs.
-type providerSpec struct {
-	name      string // the registry name, for messages
-	provider  string
-	model     string
-	baseURL   string // "" for the provider's own endpoint
-	key       string
-	keyEnv    string
-	timeout   time.Duration
-	maxTokens int
-	vision    bool
+// Providers this package speaks to.
+const (
+	OpenAI    = "openai"
+	Anthropic = "anthropic"
+	GoogleAI  = "googleai"
+	Ollama    = "ollama"
+)
+
+// Spec is everything a provider model needs.
+type Spec struct {
+	Name      string // the registry name, for messages
+	Provider  string // OpenAI, Anthropic, GoogleAI or Ollama
+	Model     string
+	BaseURL   string // "" for the provider's own endpoint
+	Key       string
+	KeyEnv    string // the variable Key came from, for messages
+	Timeout   time.Duration
+	MaxTokens int
+	Vision    bool
 }
 
 // defaultAnthropicMaxTokens is sent when a model has no max_tokens: the
@@ -50,16 +57,16 @@ const defaultAnthropicMaxTokens = 4096
 // langchaingo always sends a temperature and 0 is not the providers' own
 // default.
 var defaultTemperature = map[string]float64{
-	ProviderOpenAI:    1,
-	ProviderAnthropic: 1,
-	ProviderGoogleAI:  1,
-	ProviderOllama:    0.8,
+	OpenAI:    1,
+	Anthropic: 1,
+	GoogleAI:  1,
+	Ollama:    0.8,
 }
 
-// newTransport is the HTTP transport every provider model of a registry
+// NewTransport is the HTTP transport every provider model of a registry
 // shares. It has no overall timeout: streams are bounded by the model's
 // idle timeout and the caller's context.
-func newTransport() http.RoundTripper {
+func NewTransport() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 32
 	t.ResponseHeaderTimeout = 0
@@ -68,26 +75,27 @@ func newTransport() http.RoundTripper {
 
 // providerModel is a langchaingo model behind thread.Model.
 type providerModel struct {
-	spec   providerSpec
+	spec   Spec
 	client *http.Client
 
 	mu      sync.Mutex
 	clients map[wire]llms.Model // built on first use
 }
 
-var (
-	_ thread.Model = (*providerModel)(nil)
-	_ Stepper      = (*providerModel)(nil)
-)
+var _ thread.Model = (*providerModel)(nil)
 
-func newProviderModel(spec providerSpec, base http.RoundTripper) *providerModel {
+// New returns the model of spec, whose HTTP calls go through base (see
+// NewTransport).
+func New(spec Spec, base http.RoundTripper) thread.Model { return newProviderModel(spec, base) }
+
+func newProviderModel(spec Spec, base http.RoundTripper) *providerModel {
 	pt := &probeTransport{base: base}
 	switch {
-	case spec.provider == ProviderGoogleAI:
+	case spec.Provider == GoogleAI:
 		// With a custom HTTP client the Google client does not add the key.
-		pt.header = http.Header{"X-Goog-Api-Key": {spec.key}}
-	case spec.provider == ProviderOllama && spec.key != "":
-		pt.header = http.Header{"Authorization": {"Bearer " + spec.key}}
+		pt.header = http.Header{"X-Goog-Api-Key": {spec.Key}}
+	case spec.Provider == Ollama && spec.Key != "":
+		pt.header = http.Header{"Authorization": {"Bearer " + spec.Key}}
 	}
 	return &providerModel{spec: spec, client: &http.Client{Transport: pt}, clients: map[wire]llms.Model{}}
 }
@@ -106,13 +114,13 @@ const (
 // wireFor picks the protocol of a call: Ollama's native client knows no
 // tools, so a request with tools or earlier tool calls goes to its
 // OpenAI-compatible endpoint.
-func (m *providerModel) wireFor(req step.Request) wire {
-	switch m.spec.provider {
-	case ProviderAnthropic:
+func (m *providerModel) wireFor(req thread.ModelRequest) wire {
+	switch m.spec.Provider {
+	case Anthropic:
 		return wireAnthropic
-	case ProviderGoogleAI:
+	case GoogleAI:
 		return wireGoogle
-	case ProviderOllama:
+	case Ollama:
 		if len(req.Tools) > 0 || hasToolCalls(req) {
 			return wireOpenAI
 		}
@@ -135,9 +143,9 @@ func (m *providerModel) open(w wire) (llms.Model, error) {
 	)
 	switch w {
 	case wireOpenAI:
-		baseURL, key := s.baseURL, s.key
+		baseURL, key := s.BaseURL, s.Key
 		switch {
-		case s.provider == ProviderOllama:
+		case s.Provider == Ollama:
 			baseURL = strings.TrimRight(baseURL, "/") + "/v1"
 			if key == "" {
 				key = "ollama" // the client wants one; Ollama ignores it
@@ -145,27 +153,27 @@ func (m *providerModel) open(w wire) (llms.Model, error) {
 		case baseURL == "":
 			baseURL = "https://api.openai.com/v1"
 		}
-		llm, err = openai.New(openai.WithToken(key), openai.WithModel(s.model), openai.WithBaseURL(baseURL),
+		llm, err = openai.New(openai.WithToken(key), openai.WithModel(s.Model), openai.WithBaseURL(baseURL),
 			openai.WithOrganization(""), openai.WithHTTPClient(m.client))
 	case wireAnthropic:
-		opts := []anthropic.Option{anthropic.WithToken(s.key), anthropic.WithModel(s.model), anthropic.WithHTTPClient(m.client)}
-		if s.baseURL != "" {
-			opts = append(opts, anthropic.WithBaseURL(s.baseURL))
+		opts := []anthropic.Option{anthropic.WithToken(s.Key), anthropic.WithModel(s.Model), anthropic.WithHTTPClient(m.client)}
+		if s.BaseURL != "" {
+			opts = append(opts, anthropic.WithBaseURL(s.BaseURL))
 		}
 		llm, err = anthropic.New(opts...)
 	case wireGoogle:
-		opts := []googleai.Option{googleai.WithAPIKey(s.key), googleai.WithHTTPClient(m.client), googleai.WithRest(),
-			googleai.WithDefaultModel(s.model), googleai.WithDefaultTopK(40)}
-		if s.baseURL != "" {
+		opts := []googleai.Option{googleai.WithAPIKey(s.Key), googleai.WithHTTPClient(m.client), googleai.WithRest(),
+			googleai.WithDefaultModel(s.Model), googleai.WithDefaultTopK(40)}
+		if s.BaseURL != "" {
 			opts = append(opts, func(o *googleai.Options) {
-				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(s.baseURL))
+				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(s.BaseURL))
 			})
 		}
 		llm, err = googleai.New(context.Background(), opts...)
 	case wireOllama:
-		llm, err = ollama.New(ollama.WithModel(s.model), ollama.WithServerURL(s.baseURL), ollama.WithHTTPClient(m.client))
+		llm, err = ollama.New(ollama.WithModel(s.Model), ollama.WithServerURL(s.BaseURL), ollama.WithHTTPClient(m.client))
 	default:
-		err = fmt.Errorf("unknown provider %q", s.provider)
+		err = fmt.Errorf("unknown provider %q", s.Provider)
 	}
 	if err != nil {
 		return nil, err
@@ -177,41 +185,33 @@ func (m *providerModel) open(w wire) (llms.Model, error) {
 // errIdle is the cancel cause of a model that sent nothing for its timeout.
 var errIdle = errors.New("model idle timeout")
 
-// Stream implements thread.Model: the text deltas of StreamStep, on a
-// request without tools. Tokens arrive through onToken in order. The
-// model's timeout bounds the wait for the first token and between two
-// tokens (model_timeout). A 401/403 is model_auth; any other failure is
-// model_error with the provider's message, secrets redacted. When ctx ends
-// the provider request is cancelled and ctx.Err() is returned; onToken's
-// error is returned as is.
-func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	res, err := m.StreamStep(ctx, FromModelRequest(req), textOnly(onToken))
-	return modelResult(res), err
-}
-
-// StreamStep implements Stepper: it streams one step as typed deltas (see
-// Stream for the errors). OpenAI-compatible servers and Anthropic stream
-// text, reasoning and tool-call arguments as they come; Google and Ollama
-// stream text and send each tool call whole once the reply ends (Ollama
-// reaches tools through its OpenAI-compatible endpoint). After it returns,
-// onDelta is not called again.
-func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
+// Stream implements thread.Model: it streams one reply (a step) as typed
+// deltas, in order. OpenAI-compatible servers and Anthropic stream text,
+// reasoning and tool-call arguments as they come; Google and Ollama stream
+// text and send each tool call whole once the reply ends (Ollama reaches
+// tools through its OpenAI-compatible endpoint). The model's timeout
+// bounds the wait for the first delta and between two (model_timeout). A
+// 401/403 is model_auth; any other failure is model_error with the
+// provider's message, secrets redacted. When ctx ends the provider request
+// is cancelled and ctx.Err() is returned; onDelta's error is returned as
+// is. After it returns, onDelta is not called again.
+func (m *providerModel) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	s := m.spec
 	if err := ctx.Err(); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
 	w := m.wireFor(req)
 	llm, err := m.open(w)
 	if err != nil {
-		return step.Result{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.provider + ": " + err.Error())}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelError, Message: m.redact(s.Provider + ": " + err.Error())}
 	}
-	msgs := toLLMMessages(req, w, s.vision)
+	msgs := toLLMMessages(req, w, s.Vision)
 
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(s.timeout, func() { cancel(errIdle) })
+	idle := time.AfterFunc(s.Timeout, func() { cancel(errIdle) })
 	defer idle.Stop()
-	em := &emitter{onDelta: onDelta, touch: func() { idle.Reset(s.timeout) }}
+	em := &emitter{onDelta: onDelta, touch: func() { idle.Reset(s.Timeout) }}
 	parse, tap := wireTap(w, em, req.OnRaw)
 	p := &probe{tap: tap}
 	cctx = context.WithValue(cctx, probeKey{}, p)
@@ -225,16 +225,16 @@ func (m *providerModel) StreamStep(ctx context.Context, req step.Request, onDelt
 
 	switch {
 	case te != nil:
-		return step.Result{}, te
+		return thread.ModelResult{}, te
 	case ctx.Err() != nil:
-		return step.Result{}, ctx.Err()
+		return thread.ModelResult{}, ctx.Err()
 	case errors.Is(context.Cause(cctx), errIdle):
-		return step.Result{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.timeout)}
+		return thread.ModelResult{}, &errcode.Error{Code: errcode.ModelTimeout, Message: "model timed out after " + formatDuration(s.Timeout)}
 	}
 	if me := m.failure(err, p); me != nil {
-		return step.Result{}, me
+		return thread.ModelResult{}, me
 	}
-	return stepResult(s.model, resp, em), nil
+	return stepResult(s.Model, resp, em), nil
 }
 
 // wireTap returns the parser of the wire w's stream, when the reply is
@@ -274,7 +274,7 @@ func chunkFunc(em *emitter, tapped bool) func(context.Context, []byte) error {
 		if len(chunk) == 0 {
 			return nil
 		}
-		return em.emit(step.Delta{Kind: step.Text, Text: string(chunk)})
+		return em.emit(thread.Delta{Kind: thread.DeltaText, Text: string(chunk)})
 	}
 }
 
@@ -282,15 +282,15 @@ func chunkFunc(em *emitter, tapped bool) func(context.Context, []byte) error {
 // streaming through streamFn, the temperature (the request's, else the
 // provider's default), the max tokens (the model's, Anthropic's default
 // when it needs one) and the tools.
-func (m *providerModel) callOptions(req step.Request, w wire, streamFn func(context.Context, []byte) error) []llms.CallOption {
+func (m *providerModel) callOptions(req thread.ModelRequest, w wire, streamFn func(context.Context, []byte) error) []llms.CallOption {
 	s := m.spec
-	temp := defaultTemperature[s.provider]
+	temp := defaultTemperature[s.Provider]
 	if req.Temperature != nil {
 		temp = *req.Temperature
 	}
 	opts := []llms.CallOption{llms.WithStreamingFunc(streamFn), llms.WithTemperature(temp)}
-	maxTokens := s.maxTokens
-	if maxTokens == 0 && s.provider == ProviderAnthropic {
+	maxTokens := s.MaxTokens
+	if maxTokens == 0 && s.Provider == Anthropic {
 		maxTokens = defaultAnthropicMaxTokens
 	}
 	if maxTokens > 0 {
@@ -305,8 +305,8 @@ func (m *providerModel) callOptions(req step.Request, w wire, streamFn func(cont
 // stepResult is a successful step's result: the tool calls em gathered,
 // the usage and the stop reason of resp, overridden by the one the wire
 // gave and by tool calls.
-func stepResult(model string, resp *llms.ContentResponse, em *emitter) step.Result {
-	res := step.Result{Model: model, StopReason: step.StopDone, ToolCalls: em.calls()}
+func stepResult(model string, resp *llms.ContentResponse, em *emitter) thread.ModelResult {
+	res := thread.ModelResult{Model: model, StopReason: thread.StopDone, ToolCalls: em.calls()}
 	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
 		c := resp.Choices[0]
 		res.StopReason = stopReason(c.StopReason)
@@ -316,7 +316,7 @@ func stepResult(model string, resp *llms.ContentResponse, em *emitter) step.Resu
 		res.StopReason = em.stop
 	}
 	if len(res.ToolCalls) > 0 {
-		res.StopReason = step.StopToolCalls
+		res.StopReason = thread.StopToolCalls
 	}
 	return res
 }
@@ -336,7 +336,7 @@ func generate(ctx context.Context, llm llms.Model, msgs []llms.MessageContent, o
 // onto a model error; nil when the call succeeded.
 func (m *providerModel) failure(err error, p *probe) *errcode.Error {
 	status, body, readErr := p.result()
-	name := m.spec.provider
+	name := m.spec.Provider
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &errcode.Error{Code: errcode.ModelAuth, Message: m.redact(fmt.Sprintf("%s rejected the API key%s (%d %s): %s",
@@ -353,10 +353,10 @@ func (m *providerModel) failure(err error, p *probe) *errcode.Error {
 }
 
 func (m *providerModel) keyHint() string {
-	if m.spec.keyEnv == "" {
+	if m.spec.KeyEnv == "" {
 		return ""
 	}
-	return " in " + m.spec.keyEnv
+	return " in " + m.spec.KeyEnv
 }
 
 var (
@@ -367,7 +367,7 @@ var (
 )
 
 // redact removes the model's key and anything that looks like a secret.
-func (m *providerModel) redact(s string) string { return redact(s, m.spec.key) }
+func (m *providerModel) redact(s string) string { return redact(s, m.spec.Key) }
 
 func redact(s, key string) string {
 	if len(key) >= 4 {
@@ -485,11 +485,11 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-// toMessages converts a chat request's messages to langchaingo's (see
-// toLLMMessages).
+// toMessages converts a request's messages to langchaingo's for provider
+// (see toLLMMessages).
 func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.MessageContent {
-	w := map[string]wire{ProviderOpenAI: wireOpenAI, ProviderAnthropic: wireAnthropic, ProviderGoogleAI: wireGoogle, ProviderOllama: wireOllama}[provider]
-	return toLLMMessages(FromModelRequest(req), w, vision)
+	w := map[string]wire{OpenAI: wireOpenAI, Anthropic: wireAnthropic, GoogleAI: wireGoogle, Ollama: wireOllama}[provider]
+	return toLLMMessages(req, w, vision)
 }
 
 // userContent converts a system or user message: its text parts are joined
@@ -498,7 +498,7 @@ func toMessages(req thread.ModelRequest, provider string, vision bool) []llms.Me
 // model without vision or an image that is not a data: URL, a short text
 // note. Text attachments become text parts. ok is false for a message with
 // nothing in it.
-func userContent(msg *step.Message, w wire, vision bool) (llms.MessageContent, bool) {
+func userContent(msg *thread.ModelMessage, w wire, vision bool) (llms.MessageContent, bool) {
 	role := llms.ChatMessageTypeHuman
 	if msg.Role == checkpoint.RoleSystem {
 		role = llms.ChatMessageTypeSystem
@@ -521,9 +521,9 @@ func userContent(msg *step.Message, w wire, vision bool) (llms.MessageContent, b
 	}
 	for _, p := range msg.Parts {
 		switch p.Type {
-		case step.PartImage:
+		case thread.PartImage:
 			addImage(p.Image)
-		case step.PartText, "":
+		case thread.PartText, "":
 			if p.Text != "" {
 				text = append(text, p.Text)
 			}

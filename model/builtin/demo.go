@@ -1,4 +1,4 @@
-package model
+package builtin
 
 import (
 	"context"
@@ -11,24 +11,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
+	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/errcode"
 )
 
-var (
-	_ thread.Model = (*Demo)(nil)
-	_ Stepper      = (*Demo)(nil)
-)
+var _ thread.Model = (*Demo)(nil)
 
 // Demo is the built-in model as a demo: deterministic and offline, it
 // answers in readable Markdown that responds to the message by looking for
-// a few patterns (it understands nothing). As an agent (StreamStep with
-// tools) it calls calculator for arithmetic and clock for the time, and
-// answers with their results in the next step; asked for a plan it sends
-// plan data parts. Through Stream (chat, no tools) it answers in text
-// only: arithmetic computed at once, a plan as a Markdown checklist.
+// a few patterns (it understands nothing). Given tools it calls calculator
+// for arithmetic and clock for the time, and answers with their results in
+// the next step; without them it computes arithmetic at once. Asked for a
+// plan it sends plan data parts.
 //
 // The same request gives the same reply; a different Call (a regenerated
 // reply) may open with other words. "/fail <code>" fails as [Builtin]
@@ -52,62 +47,50 @@ func (m *Demo) name() string {
 	return m.Name
 }
 
-// Stream implements thread.Model: the demo's text reply, without tools.
-func (m *Demo) Stream(ctx context.Context, req thread.ModelRequest, onToken func(string) error) (thread.ModelResult, error) {
-	res, err := m.streamStep(ctx, FromModelRequest(req), textOnly(onToken), false)
-	return modelResult(res), err
-}
-
-// StreamStep implements Stepper. Errors: ctx.Err() when ctx ends, a model
+// Stream implements thread.Model. Errors: ctx.Err() when ctx ends, a model
 // *errcode.Error for "/fail", onDelta's error as is.
-func (m *Demo) StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error) {
-	return m.streamStep(ctx, req, onDelta, true)
-}
-
-// streamStep is StreamStep; withData: the caller keeps data parts (a plan
-// is sent as plan parts), else it gets text only (a plan as a checklist).
-func (m *Demo) streamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error, withData bool) (step.Result, error) {
+func (m *Demo) Stream(ctx context.Context, req thread.ModelRequest, onDelta func(thread.Delta) error) (thread.ModelResult, error) {
 	if err := ctx.Err(); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
-	prompt := stepLastUser(req)
-	plan := demoReply(req, prompt, withData)
-	res := step.Result{Model: m.name(), PromptTokens: stepPromptTokens(req), StopReason: step.StopDone}
+	prompt := lastUserText(req)
+	plan := demoReply(req, prompt)
+	res := thread.ModelResult{Model: m.name(), PromptTokens: promptTokens(req), StopReason: thread.StopDone}
 	if code := failCode(prompt); code != "" {
-		plan = []step.Delta{{Kind: step.Text, Text: "Failing"}, {Kind: step.Text, Text: " as"}, {Kind: step.Text, Text: " asked."}}
+		plan = []thread.Delta{{Kind: thread.DeltaText, Text: "Failing"}, {Kind: thread.DeltaText, Text: " as"}, {Kind: thread.DeltaText, Text: " asked."}}
 		if err := m.send(ctx, plan, onDelta); err != nil {
-			return step.Result{}, err
+			return thread.ModelResult{}, err
 		}
 		res.CompletionTokens = len(plan)
 		return res, &errcode.Error{Code: code, Message: "the built-in model was asked to fail (/fail " + string(code) + ")"}
 	}
 	if err := m.send(ctx, plan, onDelta); err != nil {
-		return step.Result{}, err
+		return thread.ModelResult{}, err
 	}
 	res.CompletionTokens = len(plan)
-	calls := map[string]*step.ToolCall{}
+	calls := map[string]*thread.ToolCall{}
 	for _, d := range plan {
-		if d.Kind != step.ToolCallArgs {
+		if d.Kind != thread.DeltaToolCallArgs {
 			continue
 		}
 		if c := calls[d.ToolCallID]; c != nil {
 			c.ArgsText += d.ArgsText
 			continue
 		}
-		calls[d.ToolCallID] = &step.ToolCall{ID: d.ToolCallID, Name: d.ToolName, ArgsText: d.ArgsText}
-		res.ToolCalls = append(res.ToolCalls, step.ToolCall{ID: d.ToolCallID})
+		calls[d.ToolCallID] = &thread.ToolCall{ID: d.ToolCallID, Name: d.ToolName, ArgsText: d.ArgsText}
+		res.ToolCalls = append(res.ToolCalls, thread.ToolCall{ID: d.ToolCallID})
 	}
 	for i := range res.ToolCalls {
 		res.ToolCalls[i] = *calls[res.ToolCalls[i].ID]
 	}
 	if len(res.ToolCalls) > 0 {
-		res.StopReason = step.StopToolCalls
+		res.StopReason = thread.StopToolCalls
 	}
 	return res, nil
 }
 
 // send streams the deltas, paced when the model has a delay.
-func (m *Demo) send(ctx context.Context, ds []step.Delta, onDelta func(step.Delta) error) error {
+func (m *Demo) send(ctx context.Context, ds []thread.Delta, onDelta func(thread.Delta) error) error {
 	if m.Delay > 0 {
 		return paceWith(ctx, m.Pacer, len(ds), m.Delay, func(i int) error { return onDelta(ds[i]) })
 	}
@@ -150,7 +133,7 @@ func arithmetic(s string) string {
 }
 
 // demoReply is the whole reply to a request, as deltas.
-func demoReply(req step.Request, prompt string, withData bool) []step.Delta {
+func demoReply(req thread.ModelRequest, prompt string) []thread.Delta {
 	tools := map[string]bool{}
 	for _, t := range req.Tools {
 		tools[t.Name] = true
@@ -184,7 +167,7 @@ func demoReply(req step.Request, prompt string, withData bool) []step.Delta {
 	case reFiles.MatchString(prompt):
 		return filesReply(prompt)
 	case rePlan.MatchString(prompt):
-		return planReply(prompt, req.Call, withData)
+		return planReply(prompt, req.Call)
 	case expr != "":
 		return words(arithmeticText(expr))
 	case wantTime:
@@ -206,17 +189,17 @@ const AskUserTool = "ask_user"
 
 // askReply is a step that asks the person a question through the client's
 // ask_user tool; the run waits (requires_action) for the answer.
-func askReply(seed uint64, prompt string) []step.Delta {
+func askReply(seed uint64, prompt string) []thread.Delta {
 	out := words("Before I go on with " + echo(prompt) + ", I need to know one thing.\n\n")
 	b, _ := json.Marshal(map[string]any{"question": "Which should I do first?", "choices": []string{"Make a plan", "Do the sums"}})
 	id := fmt.Sprintf("call_%012x_ask", seed&0xffffffffffff)
-	return append(out, step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: AskUserTool, ArgsText: string(b)})
+	return append(out, thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: AskUserTool, ArgsText: string(b)})
 }
 
 // toolCallReply is a step that calls calculator on expr, clock in zone
 // ("UTC" sends no argument) and wait for seconds ("" for none of each), with
 // a sentence before.
-func toolCallReply(seed uint64, expr, zone, seconds string) []step.Delta {
+func toolCallReply(seed uint64, expr, zone, seconds string) []thread.Delta {
 	var lead []string
 	if expr != "" {
 		lead = append(lead, "I'll work out `"+expr+"` with the calculator")
@@ -235,8 +218,8 @@ func toolCallReply(seed uint64, expr, zone, seconds string) []step.Delta {
 		b, _ := json.Marshal(args)
 		// The arguments in two pieces, as a provider streams them.
 		half := len(b) / 2
-		out = append(out, step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: string(b[:half])},
-			step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: string(b[half:])})
+		out = append(out, thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: string(b[:half])},
+			thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: name, ArgsText: string(b[half:])})
 	}
 	if expr != "" {
 		call("calculator", map[string]string{"expression": expr})
@@ -251,8 +234,8 @@ func toolCallReply(seed uint64, expr, zone, seconds string) []step.Delta {
 	if seconds != "" {
 		// A number, not a string: json.RawMessage keeps it as written.
 		id := fmt.Sprintf("call_%012x_%d", seed&0xffffffffffff, n)
-		out = append(out, step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: "wait", ArgsText: `{"seconds":`},
-			step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: "wait", ArgsText: seconds + "}"})
+		out = append(out, thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: "wait", ArgsText: `{"seconds":`},
+			thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: "wait", ArgsText: seconds + "}"})
 	}
 	return out
 }
@@ -260,7 +243,7 @@ func toolCallReply(seed uint64, expr, zone, seconds string) []step.Delta {
 // pendingAnswers returns the tool calls of the last step of the turn in
 // progress when they are the last thing in it (the model is called again
 // with their results), else nil.
-func pendingAnswers(req step.Request) []*step.ToolCall {
+func pendingAnswers(req thread.ModelRequest) []*thread.ToolCall {
 	if len(req.Messages) == 0 {
 		return nil
 	}
@@ -268,14 +251,14 @@ func pendingAnswers(req step.Request) []*step.ToolCall {
 	if last.Role != checkpoint.RoleAssistant {
 		return nil
 	}
-	var calls []*step.ToolCall
+	var calls []*thread.ToolCall
 	for i := len(last.Parts) - 1; i >= 0; i-- {
 		p := last.Parts[i]
-		if p.Type == step.PartToolCall && p.Call != nil {
-			calls = append([]*step.ToolCall{p.Call}, calls...)
+		if p.Type == thread.PartToolCall && p.Call != nil {
+			calls = append([]*thread.ToolCall{p.Call}, calls...)
 			continue
 		}
-		if (p.Type == step.PartText && strings.TrimSpace(p.Text) == "") || p.Type == step.PartReasoning {
+		if (p.Type == thread.PartText && strings.TrimSpace(p.Text) == "") || p.Type == thread.PartReasoning {
 			continue
 		}
 		break
@@ -287,7 +270,7 @@ func pendingAnswers(req step.Request) []*step.ToolCall {
 }
 
 // answerText answers with the results of the calls.
-func answerText(calls []*step.ToolCall) string {
+func answerText(calls []*thread.ToolCall) string {
 	var b strings.Builder
 	for _, c := range calls {
 		var res string
@@ -383,32 +366,18 @@ type planData struct {
 
 // planReply sends the plan as a data part with every task pending, then
 // for each task a sentence and the plan again with that task done: each
-// plan part is the whole plan, the latest one of an id wins. Without
-// withData (Stream, chat: data parts are dropped) the text holds the plan
-// as a Markdown checklist instead, so that the plan is shown once.
-func planReply(prompt string, call int64, withData bool) []step.Delta {
+// plan part is the whole plan, the latest one of an id wins.
+func planReply(prompt string, call int64) []thread.Delta {
 	titles := planTasks(prompt)
 	p := planData{ID: fmt.Sprintf("plan_%012x", seed(prompt, call)&0xffffffffffff), Title: "Plan"}
 	for i, t := range titles {
 		p.Tasks = append(p.Tasks, planTask{ID: fmt.Sprint(i + 1), Title: t, Status: "pending"})
 	}
-	data := func() []step.Delta {
-		if !withData {
-			return nil
-		}
+	data := func() []thread.Delta {
 		b, _ := json.Marshal(p)
-		return []step.Delta{{Kind: step.Data, Name: "plan", Data: b}}
+		return []thread.Delta{{Kind: thread.DeltaData, Name: "plan", Data: b}}
 	}
-	intro := "Here is a plan for what you asked, " + echo(prompt) + ":\n\n"
-	if withData {
-		intro = "Here is a plan for what you asked, " + echo(prompt) + ". I tick each task off as I go.\n\n"
-	} else {
-		var list strings.Builder
-		for _, t := range titles {
-			list.WriteString("- [ ] " + t + "\n")
-		}
-		intro += list.String() + "\n"
-	}
+	intro := "Here is a plan for what you asked, " + echo(prompt) + ". I tick each task off as I go.\n\n"
 	out := thoughts("The request asks for a plan. I'll split it into four tasks, send them as a checklist, " +
 		"and tick each one off as I finish it.")
 	out = append(out, words(intro)...)
@@ -514,7 +483,7 @@ type demoFile struct {
 
 // filesReply "writes" two small files: their content travels in data: URLs
 // (the demo has no storage of its own), listed in a `files` data part.
-func filesReply(prompt string) []step.Delta {
+func filesReply(prompt string) []thread.Delta {
 	notes := "# Notes\n\nYou asked: " + prompt + "\n"
 	csv := "task,status\nread the request,done\nwrite the files,done\n"
 	files := []demoFile{
@@ -523,35 +492,35 @@ func filesReply(prompt string) []step.Delta {
 	}
 	b, _ := json.Marshal(files)
 	out := words("I wrote two files for what you asked, " + echo(prompt) + ": the notes and a task list. ")
-	out = append(out, step.Delta{Kind: step.Data, Name: "files", Data: b})
+	out = append(out, thread.Delta{Kind: thread.DeltaData, Name: "files", Data: b})
 	return append(out, words("As a demo I keep them in the links themselves; a real agent's tools would write them to its workspace.")...)
 }
 
 // thoughts is text as reasoning deltas, word by word.
-func thoughts(text string) []step.Delta {
+func thoughts(text string) []thread.Delta {
 	out := words(text)
 	for i := range out {
-		out[i].Kind = step.Reasoning
+		out[i].Kind = thread.DeltaReasoning
 	}
 	return out
 }
 
 // words cuts text into word deltas: each word with the spaces after it
 // (text starting with spaces keeps them on the first).
-func words(text string) []step.Delta {
-	var out []step.Delta
+func words(text string) []thread.Delta {
+	var out []thread.Delta
 	start := 0
 	inSpace := true
 	for i, r := range text {
 		space := r == ' ' || r == '\n' || r == '\t'
 		if !space && inSpace && i > start && strings.TrimSpace(text[start:i]) != "" {
-			out = append(out, step.Delta{Kind: step.Text, Text: text[start:i]})
+			out = append(out, thread.Delta{Kind: thread.DeltaText, Text: text[start:i]})
 			start = i
 		}
 		inSpace = space
 	}
 	if start < len(text) {
-		out = append(out, step.Delta{Kind: step.Text, Text: text[start:]})
+		out = append(out, thread.Delta{Kind: thread.DeltaText, Text: text[start:]})
 	}
 	return out
 }

@@ -1,7 +1,6 @@
-package model
+package provider
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,63 +9,14 @@ import (
 	"sync"
 
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/model/step"
-	"github.com/threadline/threadline/model/tool"
 	"github.com/threadline/threadline/thread"
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Stepper is a model that can take one step of an agent run: it streams
-// typed deltas (text, reasoning, tool-call argument pieces, data) and
-// sees tools and earlier tool calls with their results. Every model the
-// Registry resolves implements it next to thread.Model; the engine
-// declares the same method in an interface of its own and type-asserts
-// the thread.Model it resolved.
-//
-// Errors are those of thread.Model.Stream: an *errcode.Error with a model
-// code (errcode.ModelError, ModelTimeout, ModelAuth, ModelNotConfigured), ctx.Err() when ctx ends, onDelta's error as is. onDelta
-// must not block; it is not called after StreamStep returns.
-type Stepper interface {
-	StreamStep(ctx context.Context, req step.Request, onDelta func(step.Delta) error) (step.Result, error)
-}
-
-// FromModelRequest converts a chat request to a step request without
-// tools.
-func FromModelRequest(req thread.ModelRequest) step.Request {
-	out := step.Request{Temperature: req.Temperature, Call: req.Call, Messages: make([]step.Message, len(req.Messages))}
-	for i, m := range req.Messages {
-		parts := make([]step.Part, 0, len(m.Parts))
-		for _, p := range m.Parts {
-			parts = append(parts, step.Part{Type: p.Type, Text: p.Text, Image: p.Image})
-		}
-		out.Messages[i] = step.Message{Role: m.Role, Parts: parts, Attachments: m.Attachments}
-	}
-	return out
-}
-
-// textOnly passes the text deltas of a step to a chat callback.
-func textOnly(onToken func(string) error) func(step.Delta) error {
-	return func(d step.Delta) error {
-		if d.Kind != step.Text || d.Text == "" {
-			return nil
-		}
-		return onToken(d.Text)
-	}
-}
-
-// modelResult is the chat result of a step.
-func modelResult(r step.Result) thread.ModelResult {
-	stop := r.StopReason
-	if stop == step.StopToolCalls {
-		stop = step.StopDone
-	}
-	return thread.ModelResult{Model: r.Model, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, StopReason: stop}
-}
-
-func hasToolCalls(req step.Request) bool {
+func hasToolCalls(req thread.ModelRequest) bool {
 	for _, m := range req.Messages {
 		for _, p := range m.Parts {
-			if p.Type == step.PartToolCall && p.Call != nil {
+			if p.Type == thread.PartToolCall && p.Call != nil {
 				return true
 			}
 		}
@@ -83,7 +33,7 @@ func newCallID() string {
 
 // toLLMTools converts tool specs to langchaingo's, with parameters decoded
 // (Google's client reads them as a map and wants "properties").
-func toLLMTools(specs []tool.Spec, w wire) []llms.Tool {
+func toLLMTools(specs []thread.ToolSpec, w wire) []llms.Tool {
 	out := make([]llms.Tool, 0, len(specs))
 	for _, s := range specs {
 		var params map[string]any
@@ -106,7 +56,7 @@ func toLLMTools(specs []tool.Spec, w wire) []llms.Tool {
 // client reads one part per AI message, so there each text and each call
 // is a message of its own (the API joins consecutive messages of one role).
 // Messages with nothing in them are left out.
-func toLLMMessages(req step.Request, w wire, vision bool) []llms.MessageContent {
+func toLLMMessages(req thread.ModelRequest, w wire, vision bool) []llms.MessageContent {
 	out := make([]llms.MessageContent, 0, len(req.Messages))
 	for i := range req.Messages {
 		msg := &req.Messages[i]
@@ -122,9 +72,9 @@ func toLLMMessages(req step.Request, w wire, vision bool) []llms.MessageContent 
 }
 
 // appendTurn appends the steps of one assistant turn.
-func appendTurn(out []llms.MessageContent, parts []step.Part, w wire) []llms.MessageContent {
+func appendTurn(out []llms.MessageContent, parts []thread.ModelPart, w wire) []llms.MessageContent {
 	var text []string
-	var calls []*step.ToolCall
+	var calls []*thread.ToolCall
 	flush := func() {
 		if len(text) == 0 && len(calls) == 0 {
 			return
@@ -135,9 +85,9 @@ func appendTurn(out []llms.MessageContent, parts []step.Part, w wire) []llms.Mes
 	}
 	for _, p := range parts {
 		switch {
-		case p.Type == step.PartToolCall && p.Call != nil:
+		case p.Type == thread.PartToolCall && p.Call != nil:
 			calls = append(calls, p.Call)
-		case (p.Type == step.PartText || p.Type == "") && p.Text != "":
+		case (p.Type == thread.PartText || p.Type == "") && p.Text != "":
 			if len(calls) > 0 {
 				flush()
 			}
@@ -150,7 +100,7 @@ func appendTurn(out []llms.MessageContent, parts []step.Part, w wire) []llms.Mes
 
 // appendStep appends one step: the assistant's text and calls, then the
 // calls' results.
-func appendStep(out []llms.MessageContent, text string, calls []*step.ToolCall, w wire) []llms.MessageContent {
+func appendStep(out []llms.MessageContent, text string, calls []*thread.ToolCall, w wire) []llms.MessageContent {
 	var ai []llms.ContentPart
 	if text != "" {
 		ai = append(ai, llms.TextContent{Text: text})
@@ -193,7 +143,7 @@ func argsObject(args string) string {
 // resultText is a tool result as the provider reads it: a string result as
 // its text, any other value as JSON, an error prefixed so the model knows
 // (only Anthropic has an error flag, and langchaingo does not send it).
-func resultText(c *step.ToolCall) string {
+func resultText(c *thread.ToolCall) string {
 	if c.Result == nil {
 		return "error: no result"
 	}
@@ -212,14 +162,14 @@ func resultText(c *step.ToolCall) string {
 // calls. It is called from the provider client's goroutine; after finish,
 // nothing more is passed on.
 type emitter struct {
-	onDelta func(step.Delta) error
+	onDelta func(thread.Delta) error
 	touch   func() // the provider is alive: reset the idle timeout
 
 	mu       sync.Mutex
 	finished bool
 	err      error
-	order    []*step.ToolCall
-	byID     map[string]*step.ToolCall
+	order    []*thread.ToolCall
+	byID     map[string]*thread.ToolCall
 	stop     string // a stop reason the wire said
 }
 
@@ -235,7 +185,7 @@ func (e *emitter) check() error {
 	return e.err
 }
 
-func (e *emitter) emit(d step.Delta) error {
+func (e *emitter) emit(d thread.Delta) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.finished {
@@ -247,13 +197,13 @@ func (e *emitter) emit(d step.Delta) error {
 	if e.touch != nil {
 		e.touch()
 	}
-	if d.Kind == step.ToolCallArgs {
+	if d.Kind == thread.DeltaToolCallArgs {
 		c := e.byID[d.ToolCallID]
 		if c == nil {
 			if e.byID == nil {
-				e.byID = map[string]*step.ToolCall{}
+				e.byID = map[string]*thread.ToolCall{}
 			}
-			c = &step.ToolCall{ID: d.ToolCallID, Name: d.ToolName}
+			c = &thread.ToolCall{ID: d.ToolCallID, Name: d.ToolName}
 			e.byID[d.ToolCallID] = c
 			e.order = append(e.order, c)
 		}
@@ -295,7 +245,7 @@ func (e *emitter) setStop(s string) {
 // so that the pieces of a call always join to a JSON object.
 func (e *emitter) closeCalls() error {
 	e.mu.Lock()
-	var empty []*step.ToolCall
+	var empty []*thread.ToolCall
 	for _, c := range e.order {
 		if strings.TrimSpace(c.ArgsText) == "" {
 			empty = append(empty, c)
@@ -303,7 +253,7 @@ func (e *emitter) closeCalls() error {
 	}
 	e.mu.Unlock()
 	for _, c := range empty {
-		if err := e.emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: c.ID, ToolName: c.Name, ArgsText: "{}"}); err != nil {
+		if err := e.emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: c.ID, ToolName: c.Name, ArgsText: "{}"}); err != nil {
 			return err
 		}
 	}
@@ -327,7 +277,7 @@ func (e *emitter) wholeCalls(resp *llms.ContentResponse) error {
 			if id == "" {
 				id = newCallID()
 			}
-			if err := e.emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: id, ToolName: tc.FunctionCall.Name, ArgsText: tc.FunctionCall.Arguments}); err != nil {
+			if err := e.emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: tc.FunctionCall.Name, ArgsText: tc.FunctionCall.Arguments}); err != nil {
 				return err
 			}
 		}
@@ -344,13 +294,13 @@ func (e *emitter) finish() error {
 }
 
 // calls returns the step's tool calls, whole.
-func (e *emitter) calls() []step.ToolCall {
+func (e *emitter) calls() []thread.ToolCall {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.order) == 0 {
 		return nil
 	}
-	out := make([]step.ToolCall, len(e.order))
+	out := make([]thread.ToolCall, len(e.order))
 	for i, c := range e.order {
 		out[i] = *c
 	}
@@ -416,13 +366,13 @@ func (t *openaiTap) line(line []byte) error {
 	d := &ch.Delta
 	for _, r := range []*string{d.ReasoningContent, d.Reasoning} {
 		if r != nil && *r != "" {
-			if err := t.em.emit(step.Delta{Kind: step.Reasoning, Text: *r}); err != nil {
+			if err := t.em.emit(thread.Delta{Kind: thread.DeltaReasoning, Text: *r}); err != nil {
 				return err
 			}
 		}
 	}
 	if d.Content != nil && *d.Content != "" {
-		if err := t.em.emit(step.Delta{Kind: step.Text, Text: *d.Content}); err != nil {
+		if err := t.em.emit(thread.Delta{Kind: thread.DeltaText, Text: *d.Content}); err != nil {
 			return err
 		}
 	}
@@ -431,12 +381,12 @@ func (t *openaiTap) line(line []byte) error {
 		if call == nil {
 			continue
 		}
-		if err := t.em.emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: call.id, ToolName: call.name, ArgsText: tc.Function.Arguments}); err != nil {
+		if err := t.em.emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: call.id, ToolName: call.name, ArgsText: tc.Function.Arguments}); err != nil {
 			return err
 		}
 	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
-		if s := stopReason(*ch.FinishReason); s == step.StopLength {
+		if s := stopReason(*ch.FinishReason); s == thread.StopLength {
 			t.em.setStop(s)
 		}
 		return t.em.closeCalls()
@@ -529,25 +479,25 @@ func (t *anthropicTap) line(line []byte) error {
 				c.id = newCallID()
 			}
 			t.blocks[ev.Index] = c
-			return t.em.emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: c.id, ToolName: c.name})
+			return t.em.emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: c.id, ToolName: c.name})
 		case "text":
 			if cb.Text != "" {
-				return t.em.emit(step.Delta{Kind: step.Text, Text: cb.Text})
+				return t.em.emit(thread.Delta{Kind: thread.DeltaText, Text: cb.Text})
 			}
 		}
 	case "content_block_delta":
 		switch ev.Delta.Type {
 		case "text_delta":
 			if ev.Delta.Text != "" {
-				return t.em.emit(step.Delta{Kind: step.Text, Text: ev.Delta.Text})
+				return t.em.emit(thread.Delta{Kind: thread.DeltaText, Text: ev.Delta.Text})
 			}
 		case "thinking_delta":
 			if ev.Delta.Thinking != "" {
-				return t.em.emit(step.Delta{Kind: step.Reasoning, Text: ev.Delta.Thinking})
+				return t.em.emit(thread.Delta{Kind: thread.DeltaReasoning, Text: ev.Delta.Thinking})
 			}
 		case "input_json_delta":
 			if c := t.blocks[ev.Index]; c != nil && ev.Delta.PartialJSON != "" {
-				return t.em.emit(step.Delta{Kind: step.ToolCallArgs, ToolCallID: c.id, ToolName: c.name, ArgsText: ev.Delta.PartialJSON})
+				return t.em.emit(thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: c.id, ToolName: c.name, ArgsText: ev.Delta.PartialJSON})
 			}
 		}
 	case "content_block_stop":
@@ -555,7 +505,7 @@ func (t *anthropicTap) line(line []byte) error {
 			return t.em.closeCalls()
 		}
 	case "message_delta":
-		if s := stopReason(ev.Delta.StopReason); s == step.StopLength {
+		if s := stopReason(ev.Delta.StopReason); s == thread.StopLength {
 			t.em.setStop(s)
 		}
 	}
