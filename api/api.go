@@ -196,30 +196,44 @@ func New(svc *engine.Service, cfg Config) *Server {
 	return s
 }
 
+// The settings' defaults, spelled once: Config.defaults fills them in and
+// cmd/threadline shows them as its flags' defaults.
+const (
+	DefaultMaxBody           = 1 << 20
+	DefaultMaxMessage        = 256 << 10
+	DefaultMaxAttachment     = 10 << 20
+	DefaultMaxAttachments    = 10
+	DefaultMaxPage           = 100 // also the most a page may hold
+	DefaultStreamsPerCaller  = 256
+	DefaultStreamsPerProcess = 4096
+	DefaultRejoinsPerRun     = 64
+	DefaultStallTimeout      = 30 * time.Second
+)
+
 // defaults fills the settings left zero.
 func (cfg *Config) defaults() {
-	setDefault(&cfg.MaxBody, 1<<20)
-	setDefault(&cfg.MaxMessage, 256<<10)
-	setDefault(&cfg.MaxAttachment, 10<<20)
+	setDefault(&cfg.MaxBody, DefaultMaxBody)
+	setDefault(&cfg.MaxMessage, DefaultMaxMessage)
+	setDefault(&cfg.MaxAttachment, DefaultMaxAttachment)
 	if len(cfg.AttachmentTypes) == 0 {
 		cfg.AttachmentTypes = DefaultAttachmentTypes
 	}
 	cfg.transferDefaults()
-	setDefault(&cfg.MaxAttachments, 10)
-	if cfg.MaxPage <= 0 || cfg.MaxPage > 100 {
-		cfg.MaxPage = 100
+	setDefault(&cfg.MaxAttachments, DefaultMaxAttachments)
+	if cfg.MaxPage <= 0 || cfg.MaxPage > DefaultMaxPage {
+		cfg.MaxPage = DefaultMaxPage
 	}
 	if cfg.StreamsPerCaller == 0 {
-		cfg.StreamsPerCaller = 256
+		cfg.StreamsPerCaller = DefaultStreamsPerCaller
 	}
 	if cfg.StreamsPerProcess == 0 {
-		cfg.StreamsPerProcess = 4096
+		cfg.StreamsPerProcess = DefaultStreamsPerProcess
 	}
 	if cfg.RejoinsPerRun == 0 {
-		cfg.RejoinsPerRun = 64
+		cfg.RejoinsPerRun = DefaultRejoinsPerRun
 	}
 	if cfg.StallTimeout == 0 {
-		cfg.StallTimeout = 30 * time.Second
+		cfg.StallTimeout = DefaultStallTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

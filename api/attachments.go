@@ -29,8 +29,6 @@ type AttachmentStore interface {
 // inlineTypes are the attachment types served inline: raster images.
 var inlineTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-func attachmentURL(id uuid.UUID) string { return "/api/v1/attachments/" + id.String() }
-
 func (s *Server) uploadAttachment(c echo.Context) error {
 	r := c.Request()
 	mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
@@ -88,7 +86,7 @@ func (s *Server) uploadAttachment(c echo.Context) error {
 			return err
 		}
 		return c.JSON(http.StatusCreated, map[string]any{"id": a.ID, "name": a.Name, "contentType": a.ContentType,
-			"size": a.Size, "url": attachmentURL(a.ID)})
+			"size": a.Size, "url": thread.AttachmentURL(a.ID)})
 	}
 }
 

@@ -98,33 +98,6 @@ func FuzzRequestDecoding(f *testing.F) {
 	})
 }
 
-// FuzzNDJSONEncoder checks the token fast path against json.Encoder for any
-// text, and that every line is one JSON object on one line.
-func FuzzNDJSONEncoder(f *testing.F) {
-	for _, seed := range []string{"", " abcd", "tab\tnew\nline\r\x00\x1f", "\u2028\u2029</script>&", "bad \xff\xfe utf-8", "😀", "\"\\"} {
-		f.Add(seed, int64(1))
-	}
-	runID, msgID := uuid.New(), uuid.New()
-	f.Fuzz(func(t *testing.T, text string, seq int64) {
-		ev := thread.Event{Type: thread.KindToken, RunID: runID, Sequence: seq, MessageID: msgID, Text: text}
-		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(ev); err != nil {
-			t.Fatal(err)
-		}
-		got := appendTokenLine(nil, &ev)
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("appendTokenLine(%q) =\n%s\nwant\n%s", text, got, want.Bytes())
-		}
-		if bytes.IndexByte(got[:len(got)-1], '\n') >= 0 || !json.Valid(got) {
-			t.Fatalf("token line for %q is not one JSON object on one line: %q", text, got)
-		}
-		var back struct{ Text string }
-		if err := json.Unmarshal(got, &back); err != nil || (utf8.ValidString(text) && back.Text != text) {
-			t.Fatalf("token line for %q reads back as %q (%v)", text, back.Text, err)
-		}
-	})
-}
-
 // memAttachments is an in-memory AttachmentStore for the upload fuzz.
 type memAttachments struct {
 	mu sync.Mutex

@@ -1,25 +1,21 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/engine"
 )
 
 type runBody struct {
@@ -30,13 +26,13 @@ type runBody struct {
 			ID string `json:"id"`
 		} `json:"attachments"`
 	} `json:"message"`
-	ParentMessageID *string           `json:"parent_message_id"`
-	SourceMessageID *string           `json:"source_message_id"`
-	RunConfig       *thread.RunConfig `json:"run_config"`
-	OnDisconnect    string            `json:"on_disconnect"`
+	ParentMessageID *string         `json:"parent_message_id"`
+	SourceMessageID *string         `json:"source_message_id"`
+	RunConfig       *wire.RunConfig `json:"run_config"`
+	OnDisconnect    string          `json:"on_disconnect"`
 	// Continuing a turn that waits (requires_action).
-	ToolResults []thread.ToolResult `json:"tool_results"`
-	Approvals   []thread.Approval   `json:"approvals"`
+	ToolResults []wire.ToolResultBody `json:"tool_results"`
+	Approvals   []wire.Approval       `json:"approvals"`
 }
 
 // decodeContent accepts "text" or an array of text and image parts.
@@ -57,11 +53,11 @@ func decodeContent(raw json.RawMessage) ([]checkpoint.Part, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var parts []checkpoint.Part
+	var parts []wire.Part
 	if err := dec.Decode(&parts); err != nil {
 		return nil, errcode.New(errcode.Invalid, "message.content: %v", err)
 	}
-	return parts, nil
+	return wire.DomainParts(parts), nil
 }
 
 func (s *Server) startRun(c echo.Context) error {
@@ -81,10 +77,10 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	if body.RunConfig != nil {
-		req.Config = *body.RunConfig
+		req.Config = body.RunConfig.Domain()
 	}
 	req.OnDisconnect = body.OnDisconnect
-	req.ToolResults, req.Approvals = body.ToolResults, body.Approvals
+	req.ToolResults, req.Approvals = wire.DomainToolResults(body.ToolResults), wire.DomainApprovals(body.Approvals)
 	if m := body.Message; m != nil {
 		um := &thread.UserMessage{}
 		if um.ID, err = optUUID("message.id", m.ID); err != nil {
@@ -152,107 +148,32 @@ func (s *Server) rejoinRun(c echo.Context) error {
 	return s.stream(c, run, after, "continue")
 }
 
-// streamBufs holds the streams' write buffers. A live stream flushes after
-// nearly every token, so the buffer only gathers a catch-up or a burst;
-// streamBufSize keeps a thousand streams' buffers small, and the pool keeps
-// a new stream from allocating (and the kernel from faulting in) a fresh
-// one.
-var streamBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBufSize) }}
-
-const streamBufSize = 4 << 10
-
 // stream writes the run's events as NDJSON, flushing whenever no further
 // event is ready, until the final snapshot or the client leaves.
 func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
-	ctx := c.Request().Context()
-	w := c.Response()
-	h := w.Header()
-	rc := http.NewResponseController(w.Writer)
-	bw := streamBufs.Get().(*bufio.Writer)
-	bw.Reset(w.Writer)
-	defer func() {
-		bw.Reset(nil)
-		streamBufs.Put(bw)
-	}()
-	s.metrics.streams.Inc()
-	defer s.metrics.streams.Dec()
-	// The server's read and write timeouts are for ordinary requests; a
-	// stream lives as long as its run. What bounds it instead is the stall
-	// timeout: a write that cannot go out for that long (a reader that
-	// stopped reading) ends the stream, freeing what it holds, and the
-	// client rejoins from the last sequence it read.
-	_ = rc.SetReadDeadline(time.Time{})
-	dl := streamDeadline{rc: rc, stall: s.cfg.StallTimeout}
-	dl.refresh()
-	var line []byte
-	// The status goes out with the first event, once the run is durable:
-	// a run that could not be saved still gets a JSON error.
-	started := false
-	start := func() {
-		if !started {
-			started = true
-			h.Set(echo.HeaderContentType, "application/x-ndjson")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no")
-			h.Set("X-Run-Id", run.ID.String())
-			w.WriteHeader(http.StatusOK)
+	o, closeOut := s.openStream(c, "application/x-ndjson", map[string]string{"X-Run-Id": run.ID.String()})
+	defer closeOut()
+	var line []byte // one line buffer: a token's line, most of a stream, allocates nothing
+	err := s.svc.FollowRun(c.Request().Context(), caller(c), run, after, func(ev thread.Event, more bool) error {
+		line = wire.AppendEventLine(line[:0], &ev)
+		err := o.write(line)
+		if cap(line) > streamBufSize {
+			line = nil // a snapshot's: not kept for the stream's life
 		}
-	}
-	err := s.svc.FollowRun(ctx, caller(c), run, after, func(ev thread.Event, more bool) error {
-		start()
-		dl.refresh()
-		if ev.Type == thread.KindToken {
-			// Tokens are most of a stream: write their line directly
-			// rather than through reflection and re-compaction.
-			line = appendTokenLine(line[:0], &ev)
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		} else {
-			b, err := eventLine(&ev)
-			if err != nil {
-				return err
-			}
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
+		if err != nil {
+			return err
 		}
 		if more {
 			return nil
 		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return o.flush()
 	})
-	if ctx.Err() != nil {
-		if onDisconnect == "cancel" {
-			if cerr := s.svc.CancelRun(context.WithoutCancel(ctx), caller(c), run.ThreadID, run.ID); cerr != nil {
-				s.log.Warn("cancel on disconnect", "run_id", run.ID, "err", cerr)
-			}
-		}
-		return nil
+	if err != nil || c.Request().Context().Err() != nil {
+		return s.endStream(c, o, run, onDisconnect, err)
 	}
-	if err != nil && !started {
-		return err
-	}
-	if errors.Is(err, engine.ErrShuttingDown) {
-		// A run of another process outlives this one: the client rejoins
-		// it elsewhere.
-		s.log.Info("stream ended by shutdown; the client rejoins elsewhere", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID))
-		return nil
-	}
-	if err != nil {
-		// Headers are sent; the client sees the stream end early and rejoins.
-		s.log.Error("stream run", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID), "err", err)
-		return nil
-	}
-	start() // a rejoin after the last event: an empty stream
-	dl.refresh()
-	if err := bw.Flush(); err != nil {
-		return nil
-	}
-	_ = rc.Flush()
+	o.start() // a rejoin after the last event: an empty stream
+	o.dl.refresh()
+	_ = o.flush()
 	return nil
 }
 
@@ -280,32 +201,6 @@ func (d *streamDeadline) refresh() {
 	_ = d.rc.SetWriteDeadline(now.Add(d.stall))
 }
 
-// eventLine is a snapshot or error event's NDJSON line, byte for byte what
-// json.Encoder writes for it. MarshalJSON's output is compact and escaped
-// already: json.Encoder would validate and copy it once more, a third of
-// the service's CPU on a long thread's snapshots.
-func eventLine(ev *thread.Event) ([]byte, error) {
-	b, err := ev.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// appendTokenLine appends a token event's NDJSON line, byte for byte what
-// json.Encoder writes for it (field order, HTML escaping, trailing newline).
-func appendTokenLine(b []byte, ev *thread.Event) []byte {
-	b = append(b, `{"type":"token","run_id":"`...)
-	b = checkpoint.AppendUUID(b, ev.RunID)
-	b = append(b, `","sequence":`...)
-	b = strconv.AppendInt(b, ev.Sequence, 10)
-	b = append(b, `,"message_id":"`...)
-	b = checkpoint.AppendUUID(b, ev.MessageID)
-	b = append(b, `","text":`...)
-	b = checkpoint.AppendJSONString(b, ev.Text)
-	return append(b, "}\n"...)
-}
-
 func (s *Server) cancelRun(c echo.Context) error {
 	threadID, runID, err := pathRun(c)
 	if err != nil {
@@ -326,5 +221,5 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, r)
+	return c.JSON(http.StatusOK, wire.NewRun(r))
 }

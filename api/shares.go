@@ -6,12 +6,14 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
@@ -186,12 +188,12 @@ func (s *Server) getShare(c echo.Context) error {
 		return errcode.New(errcode.NotFound, "share %s not found", sh.ID)
 	}
 	return c.JSON(http.StatusOK, struct {
-		ShareID   uuid.UUID            `json:"share_id"`
-		Title     *string              `json:"title"`
-		CreatedAt time.Time            `json:"created_at"`
-		ExpiresAt *time.Time           `json:"expires_at"`
-		Messages  []checkpoint.Message `json:"messages"`
-	}{sh.ID, sh.Title, sh.CreatedAt, sh.ExpiresAt, msgs})
+		ShareID   uuid.UUID       `json:"share_id"`
+		Title     *string         `json:"title"`
+		CreatedAt time.Time       `json:"created_at"`
+		ExpiresAt *time.Time      `json:"expires_at"`
+		Messages  json.RawMessage `json:"messages"`
+	}{sh.ID, sh.Title, sh.CreatedAt, sh.ExpiresAt, wire.AppendMessages(nil, msgs)})
 }
 
 // getShareAttachment serves an attachment of the shared path, and only

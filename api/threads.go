@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
@@ -65,7 +66,7 @@ func (s *Server) createThread(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, t)
+	return c.JSON(status, wire.NewThread(t))
 }
 
 func (s *Server) listThreads(c echo.Context) error {
@@ -81,14 +82,11 @@ func (s *Server) listThreads(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if ts == nil {
-		ts = []*thread.Thread{}
-	}
 	var nc *string
 	if next != "" {
 		nc = &next
 	}
-	return c.JSON(http.StatusOK, map[string]any{"threads": ts, "next_cursor": nc})
+	return c.JSON(http.StatusOK, map[string]any{"threads": wire.NewThreads(ts), "next_cursor": nc})
 }
 
 func (s *Server) getThread(c echo.Context) error {
@@ -100,7 +98,7 @@ func (s *Server) getThread(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	return c.JSON(http.StatusOK, wire.NewThread(t))
 }
 
 func (s *Server) patchThread(c echo.Context) error {
@@ -129,7 +127,7 @@ func (s *Server) patchThread(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	return c.JSON(http.StatusOK, wire.NewThread(t))
 }
 
 func (s *Server) deleteThread(c echo.Context) error {
@@ -152,13 +150,9 @@ func (s *Server) getMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Written as MarshalJSON made it: c.JSON would validate and copy a
-	// long thread's tree once more.
-	b, err := snap.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(http.StatusOK, append(b, '\n'))
+	// Written by hand: c.JSON would validate and copy a long thread's
+	// tree once more.
+	return c.JSONBlob(http.StatusOK, append(wire.AppendThreadSnapshot(nil, snap), '\n'))
 }
 
 func (s *Server) putHead(c echo.Context) error {
@@ -187,16 +181,16 @@ func (s *Server) putHead(c echo.Context) error {
 
 // checkpointJSON is one row of GET /checkpoints: the raw tree for audit.
 type checkpointJSON struct {
-	CheckpointID       uuid.UUID               `json:"checkpoint_id"`
-	ParentCheckpointID *uuid.UUID              `json:"parent_checkpoint_id"`
-	MessageID          uuid.UUID               `json:"message_id"`
-	Seq                int64                   `json:"seq"`
-	Role               checkpoint.Role         `json:"role"`
-	Content            []checkpoint.Part       `json:"content"`
-	Status             *checkpoint.Status      `json:"status,omitempty"`
-	Attachments        []checkpoint.Attachment `json:"attachments,omitempty"`
-	RunID              *uuid.UUID              `json:"run_id"`
-	CreatedAt          string                  `json:"created_at"`
+	CheckpointID       uuid.UUID       `json:"checkpoint_id"`
+	ParentCheckpointID *uuid.UUID      `json:"parent_checkpoint_id"`
+	MessageID          uuid.UUID       `json:"message_id"`
+	Seq                int64           `json:"seq"`
+	Role               checkpoint.Role `json:"role"`
+	Content            json.RawMessage `json:"content"`
+	Status             json.RawMessage `json:"status,omitempty"`
+	Attachments        json.RawMessage `json:"attachments,omitempty"`
+	RunID              *uuid.UUID      `json:"run_id"`
+	CreatedAt          string          `json:"created_at"`
 }
 
 func (s *Server) getCheckpoints(c echo.Context) error {
@@ -210,8 +204,14 @@ func (s *Server) getCheckpoints(c echo.Context) error {
 	}
 	out := make([]checkpointJSON, 0, tree.Len())
 	for _, n := range tree.Nodes() {
-		cj := checkpointJSON{CheckpointID: n.ID, MessageID: n.ID, Seq: n.Seq, Role: n.Role, Content: n.Content,
-			Status: n.Status, Attachments: n.Attachments, CreatedAt: n.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00")}
+		cj := checkpointJSON{CheckpointID: n.ID, MessageID: n.ID, Seq: n.Seq, Role: n.Role, Content: wire.AppendParts(nil, n.Content),
+			CreatedAt: n.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00")}
+		if n.Status != nil {
+			cj.Status = wire.AppendStatus(nil, n.Status)
+		}
+		if len(n.Attachments) > 0 {
+			cj.Attachments = wire.AppendAttachments(nil, n.Attachments)
+		}
 		if n.ParentID != uuid.Nil {
 			p := n.ParentID
 			cj.ParentCheckpointID = &p
@@ -226,7 +226,7 @@ func (s *Server) getCheckpoints(c echo.Context) error {
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"models": s.svc.Models().List()})
+	return c.JSON(http.StatusOK, map[string]any{"models": wire.NewModels(s.svc.Models().List())})
 }
 
 // Limits is what GET /api/v1/limits answers: the request limits a client

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -28,5 +29,6 @@ func (s *Server) getRunTrace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, thread.BuildTrace(src))
+	tr := thread.BuildTrace(src)
+	return c.JSON(http.StatusOK, wire.NewTrace(&tr))
 }

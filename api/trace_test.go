@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/thread"
 )
 
@@ -27,14 +28,14 @@ func TestRunTrace(t *testing.T) {
 
 	resp, b := e.do("GET", path, nil)
 	wantStatus(t, resp, b, http.StatusOK, "")
-	var tr thread.Trace
+	var tr wire.Trace
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("trace %s: %v", b, err)
 	}
 	if tr.RunID != runID || tr.ThreadID != tid || tr.Status != thread.RunSucceeded {
 		t.Fatalf("trace of %s/%s %s, want %s/%s succeeded", tr.ThreadID, tr.RunID, tr.Status, tid, runID)
 	}
-	byName := map[string]thread.Span{}
+	byName := map[string]wire.Span{}
 	var names []string
 	for _, s := range tr.Spans {
 		byName[s.Name] = s
@@ -52,7 +53,7 @@ func TestRunTrace(t *testing.T) {
 	}
 	run, step1, step2 := tr.Spans[0], tr.Spans[1], tr.Spans[5]
 	calc, clock, wait := byName["execute_tool calculator"], byName["execute_tool clock"], byName["execute_tool wait"]
-	for _, s := range []thread.Span{calc, clock, wait} {
+	for _, s := range []wire.Span{calc, clock, wait} {
 		if s.ParentID == nil || *s.ParentID != step1.SpanID || s.End == nil || !s.Start.Equal(*step1.End) {
 			t.Errorf("%s: parent %v, %v..%v; want a child of %s from its end %v", s.Name, s.ParentID, s.Start, s.End, step1.SpanID, step1.End)
 		}

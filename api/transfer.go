@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread/export"
@@ -185,7 +186,7 @@ func (s *Server) importFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"threads": res})
+	return c.JSON(http.StatusCreated, map[string]any{"threads": wire.NewImported(res)})
 }
 
 // multipartFile returns the reader of the field "file" of a multipart body.

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,10 +12,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
-	"github.com/threadline/threadline/thread/engine"
 )
 
 // The AI SDK UI message stream routes (POST /ui/chat, GET
@@ -37,7 +35,7 @@ type uiChatBody struct {
 	Messages  []json.RawMessage `json:"messages"`
 	Trigger   string            `json:"trigger"`
 	MessageID *string           `json:"messageId"`
-	RunConfig *thread.RunConfig `json:"run_config"`
+	RunConfig *wire.RunConfig   `json:"run_config"`
 	// OnDisconnect is the native on_disconnect: "continue" (the default:
 	// a reload resumes) or "cancel" (closing the stream, as useChat's
 	// stop() does, cancels the run).
@@ -151,7 +149,7 @@ func (s *Server) uiChat(c echo.Context) error {
 func (s *Server) uiRunRequest(b *uiChatBody, threadID uuid.UUID, tree *checkpoint.Tree, leaf uuid.UUID) (thread.RunRequest, error) {
 	var req thread.RunRequest
 	if b.RunConfig != nil {
-		req.Config = *b.RunConfig
+		req.Config = b.RunConfig.Domain()
 	}
 	req.OnDisconnect = b.OnDisconnect
 	if b.System != nil && req.Config.System == "" {
@@ -349,38 +347,14 @@ func resumeRunID(snap *thread.ThreadSnapshot) uuid.UUID {
 // headers go out with the first event.
 func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64, onDisconnect string) error {
 	ctx := c.Request().Context()
-	w := c.Response()
-	h := w.Header()
-	rc := http.NewResponseController(w.Writer)
-	bw := streamBufs.Get().(*bufio.Writer)
-	bw.Reset(w.Writer)
-	defer func() {
-		bw.Reset(nil)
-		streamBufs.Put(bw)
-	}()
-	s.metrics.streams.Inc()
-	defer s.metrics.streams.Dec()
-	_ = rc.SetReadDeadline(time.Time{})
-	dl := streamDeadline{rc: rc, stall: s.cfg.StallTimeout}
-	dl.refresh()
-	started := false
-	start := func() {
-		if !started {
-			started = true
-			h.Set(echo.HeaderContentType, "text/event-stream")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no")
-			h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
-			h.Set("X-Run-Id", run.ID.String())
-			h.Set("X-Thread-Id", run.ThreadID.String())
-			w.WriteHeader(http.StatusOK)
-		}
-	}
+	o, closeOut := s.openStream(c, "text/event-stream", map[string]string{"X-Vercel-AI-UI-Message-Stream": "v1",
+		"X-Run-Id": run.ID.String(), "X-Thread-Id": run.ThreadID.String()})
+	defer closeOut()
 	enc := &uiEncoder{run: run}
 	var buf []byte
 	err := s.svc.FollowRun(ctx, caller(c), run, 0, func(ev thread.Event, more bool) error {
-		start()
-		dl.refresh()
+		o.start()
+		o.dl.refresh()
 		chunks := enc.add(&ev)
 		if enc.done {
 			chunks = append(chunks, s.uiFinish(ctx, c, run, enc.status))
@@ -398,33 +372,15 @@ func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64, onDiscon
 		if enc.done {
 			buf = append(buf, "data: [DONE]\n\n"...)
 		}
-		if _, err := bw.Write(buf); err != nil {
+		if err := o.write(buf); err != nil {
 			return err
 		}
 		if more && !enc.done {
 			return nil
 		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return o.flush()
 	})
-	switch {
-	case ctx.Err() != nil:
-		if onDisconnect == "cancel" {
-			if cerr := s.svc.CancelRun(context.WithoutCancel(ctx), caller(c), run.ThreadID, run.ID); cerr != nil {
-				s.log.Warn("cancel on disconnect", "run_id", run.ID, "err", cerr)
-			}
-		}
-		return nil
-	case err != nil && !started:
-		return err
-	case errors.Is(err, engine.ErrShuttingDown):
-		s.log.Info("ui stream ended by shutdown; the client resumes elsewhere", "run_id", run.ID)
-	case err != nil:
-		s.log.Error("ui stream run", "run_id", run.ID, "request_id", h.Get(echo.HeaderXRequestID), "err", err)
-	}
-	return nil
+	return s.endStream(c, o, run, onDisconnect, err)
 }
 
 // uiFinish is the finish chunk: the run read again after its end for its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -39,9 +40,9 @@ type uiStartMeta struct {
 
 // uiErrorMeta is the message-metadata chunk sent before an error chunk.
 type uiErrorMeta struct {
-	ThreadID uuid.UUID       `json:"threadId"`
-	RunID    uuid.UUID       `json:"runId"`
-	Error    thread.RunError `json:"error"`
+	ThreadID uuid.UUID     `json:"threadId"`
+	RunID    uuid.UUID     `json:"runId"`
+	Error    wire.RunError `json:"error"`
 }
 
 // uiFinishMeta is the finish chunk's messageMetadata: the run as it ended.
@@ -51,7 +52,7 @@ type uiFinishMeta struct {
 	Status   thread.RunStatus `json:"status"`
 	Model    string           `json:"model,omitempty"`
 	Usage    *uiUsage         `json:"usage,omitempty"`
-	Error    *thread.RunError `json:"error,omitempty"`
+	Error    *wire.RunError   `json:"error,omitempty"`
 }
 
 type uiUsage struct {
@@ -62,7 +63,7 @@ type uiUsage struct {
 // finishMeta is the finish chunk's messageMetadata for run r (read after
 // its end, so its usage and model are final) with the final status.
 func finishMeta(r *thread.Run, status thread.RunStatus) json.RawMessage {
-	m := uiFinishMeta{ThreadID: r.ThreadID, RunID: r.ID, Status: status, Model: r.Model, Error: r.Error}
+	m := uiFinishMeta{ThreadID: r.ThreadID, RunID: r.ID, Status: status, Model: r.Model, Error: wire.NewRunError(r.Error)}
 	if u := r.Usage; u != nil {
 		m.Usage = &uiUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 	}
@@ -128,7 +129,7 @@ func (e *uiEncoder) encode(out []uiChunk, ev *thread.Event) []uiChunk {
 	case thread.KindError:
 		// The SDK's chat stops reading at an error chunk: the error's code
 		// goes first, as message metadata, so the message keeps it.
-		meta, _ := json.Marshal(uiErrorMeta{ThreadID: e.run.ThreadID, RunID: e.run.ID, Error: thread.RunError{Code: ev.Code, Message: ev.Text}})
+		meta, _ := json.Marshal(uiErrorMeta{ThreadID: e.run.ThreadID, RunID: e.run.ID, Error: wire.RunError{Code: ev.Code, Message: ev.Text}})
 		out = append(e.closePart(out), uiChunk{Type: "message-metadata", MessageMetadata: meta},
 			uiChunk{Type: "error", ErrorText: orText(ev.Text, string(ev.Code))})
 	case thread.KindSnapshot:
@@ -280,9 +281,9 @@ func appendSSE(b []byte, seq int64, c *uiChunk) ([]byte, error) {
 		b = append(b, `{"type":"`...)
 		b = append(b, c.Type...)
 		b = append(b, `","id":`...)
-		b = checkpoint.AppendJSONString(b, c.ID)
+		b = wire.AppendJSONString(b, c.ID)
 		b = append(b, `,"delta":`...)
-		b = checkpoint.AppendJSONString(b, c.Delta)
+		b = wire.AppendJSONString(b, c.Delta)
 		b = append(b, '}')
 	} else {
 		j, err := json.Marshal(c)

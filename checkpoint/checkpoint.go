@@ -11,6 +11,7 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,27 +39,27 @@ const (
 //   - source: SourceType, ID, URL, Title
 //   - file: Filename, MimeType, and Data (a JSON string: the file's URL)
 type Part struct {
-	Type  string `json:"type"`
-	Text  string `json:"text,omitempty"`
-	Image string `json:"image,omitempty"`
+	Type  string
+	Text  string
+	Image string
 
-	ToolCallID string          `json:"toolCallId,omitempty"`
-	ToolName   string          `json:"toolName,omitempty"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	ArgsText   string          `json:"argsText,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	IsError    bool            `json:"isError,omitempty"`
+	ToolCallID string
+	ToolName   string
+	Args       json.RawMessage
+	ArgsText   string
+	Result     json.RawMessage
+	IsError    bool
 
-	Name string          `json:"name,omitempty"`
-	Data json.RawMessage `json:"data,omitempty"`
+	Name string
+	Data json.RawMessage
 
-	SourceType string `json:"sourceType,omitempty"`
-	ID         string `json:"id,omitempty"`
-	URL        string `json:"url,omitempty"`
-	Title      string `json:"title,omitempty"`
+	SourceType string
+	ID         string
+	URL        string
+	Title      string
 
-	Filename string `json:"filename,omitempty"`
-	MimeType string `json:"mimeType,omitempty"`
+	Filename string
+	MimeType string
 }
 
 // Part types.
@@ -71,82 +72,6 @@ const (
 	PartSource    = "source"
 	PartFile      = "file"
 )
-
-// MarshalJSON writes the part in assistant-ui's shape for its type: a
-// text or reasoning part with its text even when empty, an image part
-// with its image, a tool-call part with its args ({} until they parse)
-// and argsText, and its result and isError once it has a result.
-func (p Part) MarshalJSON() ([]byte, error) {
-	switch p.Type {
-	case PartText, PartReasoning:
-		return json.Marshal(struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{p.Type, p.Text})
-	case PartImage:
-		return json.Marshal(struct {
-			Type  string `json:"type"`
-			Image string `json:"image"`
-		}{p.Type, p.Image})
-	case PartToolCall:
-		return p.marshalToolCall()
-	case PartData:
-		return json.Marshal(struct {
-			Type string          `json:"type"`
-			Name string          `json:"name"`
-			Data json.RawMessage `json:"data"`
-		}{p.Type, p.Name, orNull(p.Data)})
-	case PartSource:
-		return json.Marshal(struct {
-			Type       string `json:"type"`
-			SourceType string `json:"sourceType"`
-			ID         string `json:"id"`
-			URL        string `json:"url"`
-			Title      string `json:"title,omitempty"`
-		}{p.Type, p.SourceType, p.ID, p.URL, p.Title})
-	case PartFile:
-		return json.Marshal(struct {
-			Type     string          `json:"type"`
-			Filename string          `json:"filename,omitempty"`
-			MimeType string          `json:"mimeType"`
-			Data     json.RawMessage `json:"data"`
-		}{p.Type, p.Filename, p.MimeType, orNull(p.Data)})
-	}
-	type plain Part
-	return json.Marshal(plain(p))
-}
-
-func (p *Part) marshalToolCall() ([]byte, error) {
-	args := p.Args
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	if p.Result == nil {
-		return json.Marshal(struct {
-			Type       string          `json:"type"`
-			ToolCallID string          `json:"toolCallId"`
-			ToolName   string          `json:"toolName"`
-			Args       json.RawMessage `json:"args"`
-			ArgsText   string          `json:"argsText"`
-		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText})
-	}
-	return json.Marshal(struct {
-		Type       string          `json:"type"`
-		ToolCallID string          `json:"toolCallId"`
-		ToolName   string          `json:"toolName"`
-		Args       json.RawMessage `json:"args"`
-		ArgsText   string          `json:"argsText"`
-		Result     json.RawMessage `json:"result"`
-		IsError    bool            `json:"isError"`
-	}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError})
-}
-
-func orNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage(`null`)
-	}
-	return b
-}
 
 // ArgsObject returns argsText as the args of a tool-call part: the text
 // compacted when it is a JSON object, else {} (arguments still streaming,
@@ -194,24 +119,24 @@ func compact(b json.RawMessage) json.RawMessage {
 
 // Status is an assistant message's status, in assistant-ui's shape.
 type Status struct {
-	Type   string `json:"type"`             // running | complete | incomplete
-	Reason string `json:"reason,omitempty"` // stop | cancelled | error | length | other
-	Error  string `json:"error,omitempty"`
+	Type   string // running | complete | incomplete
+	Reason string // stop | cancelled | error | length | other
+	Error  string
 }
 
 // Attachment is a file attached to a user message, in assistant-ui's
 // CompleteAttachment shape.
 type Attachment struct {
-	ID          string `json:"id"`
-	Type        string `json:"type"` // image | document | file
-	Name        string `json:"name"`
-	ContentType string `json:"contentType"`
-	Size        int64  `json:"size,omitempty"`
-	URL         string `json:"url,omitempty"`
-	Content     []Part `json:"content"`
+	ID          string
+	Type        string // image | document | file
+	Name        string
+	ContentType string
+	Size        int64
+	URL         string
+	Content     []Part
 	Status      struct {
-		Type string `json:"type"`
-	} `json:"status"`
+		Type string
+	}
 }
 
 // Node is one immutable checkpoint: a message with its parent pointer. The
@@ -537,39 +462,39 @@ func nilString(id uuid.UUID) string {
 
 // Message is a node in assistant-ui's ThreadMessage wire shape.
 type Message struct {
-	ID          uuid.UUID     `json:"id"`
-	Role        Role          `json:"role"`
-	Content     []Part        `json:"content"`
-	CreatedAt   time.Time     `json:"createdAt"`
-	Status      *Status       `json:"status,omitempty"`
-	Attachments *[]Attachment `json:"attachments,omitempty"`
-	Metadata    Metadata      `json:"metadata"`
+	ID          uuid.UUID
+	Role        Role
+	Content     []Part
+	CreatedAt   time.Time
+	Status      *Status
+	Attachments *[]Attachment
+	Metadata    Metadata
 }
 
 // Metadata is the message metadata; RunID duplicates custom.runId because
 // assistant-ui reads metadata.runId itself.
 type Metadata struct {
-	RunID  *uuid.UUID `json:"runId,omitempty"`
-	Custom Custom     `json:"custom"`
+	RunID  *uuid.UUID
+	Custom Custom
 }
 
 // Custom holds Threadline's own message metadata.
 type Custom struct {
-	CheckpointID       *uuid.UUID `json:"checkpointId"`
-	ParentCheckpointID *uuid.UUID `json:"parentCheckpointId"`
-	RunID              *uuid.UUID `json:"runId,omitempty"`
+	CheckpointID       *uuid.UUID
+	ParentCheckpointID *uuid.UUID
+	RunID              *uuid.UUID
 }
 
 // RepositoryItem is one entry of ExportedMessageRepository.messages.
 type RepositoryItem struct {
-	Message  Message    `json:"message"`
-	ParentID *uuid.UUID `json:"parentId"`
+	Message  Message
+	ParentID *uuid.UUID
 }
 
 // Repository is assistant-ui's ExportedMessageRepository.
 type Repository struct {
-	HeadID   *uuid.UUID       `json:"headId"`
-	Messages []RepositoryItem `json:"messages"`
+	HeadID   *uuid.UUID
+	Messages []RepositoryItem
 }
 
 // WireMessage converts a node to the wire shape.
@@ -735,7 +660,54 @@ func (t *Tree) Export(head uuid.UUID) (path []Message, repo Repository) {
 	return path, repo
 }
 
-// MarshalParts encodes content parts for storage, as encoding/json does.
-func MarshalParts(p []Part) []byte {
-	return appendParts(nil, p)
+// PartsEqual reports whether a and b are the same content: part by part
+// the same type and the same fields of that type (those its stored shape
+// holds; a JSON value's bytes as they are).
+func PartsEqual(a, b []Part) bool {
+	return slices.EqualFunc(a, b, func(x, y Part) bool { return x.Type == y.Type && sameFields(&x, &y) })
+}
+
+func sameFields(x, y *Part) bool {
+	switch x.Type {
+	case PartText, PartReasoning:
+		return x.Text == y.Text
+	case PartImage:
+		return x.Image == y.Image
+	case PartToolCall:
+		return sameToolCall(x, y)
+	case PartData:
+		return x.Name == y.Name && sameJSON(x.Data, y.Data, "null")
+	case PartSource:
+		return x.SourceType == y.SourceType && x.ID == y.ID && x.URL == y.URL && x.Title == y.Title
+	case PartFile:
+		return x.Filename == y.Filename && x.MimeType == y.MimeType && sameJSON(x.Data, y.Data, "null")
+	}
+	return allFieldsEqual(x, y)
+}
+
+func sameToolCall(x, y *Part) bool {
+	return x.ToolCallID == y.ToolCallID && x.ToolName == y.ToolName && x.ArgsText == y.ArgsText &&
+		sameJSON(x.Args, y.Args, "{}") && bytes.Equal(x.Result, y.Result) && (x.Result == nil || x.IsError == y.IsError)
+}
+
+// allFieldsEqual compares a part of a type this package does not know.
+func allFieldsEqual(x, y *Part) bool {
+	return x.Text == y.Text && x.Image == y.Image && x.ToolCallID == y.ToolCallID && x.ToolName == y.ToolName &&
+		x.ArgsText == y.ArgsText && x.IsError == y.IsError && x.Name == y.Name && otherFieldsEqual(x, y)
+}
+
+func otherFieldsEqual(x, y *Part) bool {
+	return x.SourceType == y.SourceType && x.ID == y.ID && x.URL == y.URL && x.Title == y.Title && x.Filename == y.Filename &&
+		x.MimeType == y.MimeType && bytes.Equal(x.Args, y.Args) && bytes.Equal(x.Result, y.Result) && bytes.Equal(x.Data, y.Data)
+}
+
+// sameJSON compares two JSON values, an empty one standing for empty.
+func sameJSON(x, y json.RawMessage, empty string) bool {
+	if len(x) == 0 {
+		x = json.RawMessage(empty)
+	}
+	if len(y) == 0 {
+		y = json.RawMessage(empty)
+	}
+	return bytes.Equal(x, y)
 }

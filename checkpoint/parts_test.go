@@ -1,7 +1,6 @@
 package checkpoint_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -10,69 +9,11 @@ import (
 	"github.com/threadline/threadline/checkpoint"
 )
 
-// agentParts are parts of every type an agent turn or a user message may
-// hold, for the shape and round-trip tests.
-func agentParts() []checkpoint.Part {
-	return []checkpoint.Part{
-		{Type: "reasoning", Text: "Let me <think>"},
-		{Type: "text", Text: "I'll use the calculator."},
-		{Type: "tool-call", ToolCallID: "c1", ToolName: "calculator", Args: json.RawMessage(`{"expression":"12*7"}`),
-			ArgsText: `{"expression":"12*7"}`, Result: json.RawMessage(`84`)},
-		{Type: "tool-call", ToolCallID: "c2", ToolName: "clock", ArgsText: `{"timez`},
-		{Type: "tool-call", ToolCallID: "c3", ToolName: "wait", Args: json.RawMessage(`{}`), ArgsText: `{}`,
-			Result: json.RawMessage(`"wait timed out"`), IsError: true},
-		{Type: "data", Name: "plan", Data: json.RawMessage(`{"id":"p1","tasks":[{"id":"1","status":"done"}]}`)},
-		{Type: "source", SourceType: "url", ID: "s1", URL: "https://example.com/a?b=1&c=2", Title: "Example"},
-		{Type: "file", Filename: "notes.pdf", MimeType: "application/pdf", Data: json.RawMessage(`"/api/v1/attachments/x"`)},
-	}
-}
-
-// TestPartShapes: each part type is written in exactly assistant-ui's
-// shape, as API.md lists them.
-func TestPartShapes(t *testing.T) {
+// TestCompacted: Compacted undoes a database's spacing of JSON values,
+// copying only when it must. (The parts' JSON shapes are tested in
+// api/wire and store.)
+func TestCompacted(t *testing.T) {
 	t.Parallel()
-	want := []string{
-		`{"type":"reasoning","text":"Let me \u003cthink\u003e"}`,
-		`{"type":"text","text":"I'll use the calculator."}`,
-		`{"type":"tool-call","toolCallId":"c1","toolName":"calculator","args":{"expression":"12*7"},"argsText":"{\"expression\":\"12*7\"}","result":84,"isError":false}`,
-		`{"type":"tool-call","toolCallId":"c2","toolName":"clock","args":{},"argsText":"{\"timez"}`,
-		`{"type":"tool-call","toolCallId":"c3","toolName":"wait","args":{},"argsText":"{}","result":"wait timed out","isError":true}`,
-		`{"type":"data","name":"plan","data":{"id":"p1","tasks":[{"id":"1","status":"done"}]}}`,
-		`{"type":"source","sourceType":"url","id":"s1","url":"https://example.com/a?b=1\u0026c=2","title":"Example"}`,
-		`{"type":"file","filename":"notes.pdf","mimeType":"application/pdf","data":"/api/v1/attachments/x"}`,
-	}
-	for i, p := range agentParts() {
-		got, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != want[i] {
-			t.Errorf("part %d:\n got %s\nwant %s", i, got, want[i])
-		}
-	}
-	all := agentParts()
-	want2, err := json.Marshal(all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := checkpoint.MarshalParts(all); !bytes.Equal(got, want2) {
-		t.Errorf("MarshalParts =\n%s\nwant\n%s", got, want2)
-	}
-}
-
-// TestPartsRoundTrip: what MarshalParts writes decodes to the same parts,
-// and Compacted undoes a database's spacing of JSON values.
-func TestPartsRoundTrip(t *testing.T) {
-	t.Parallel()
-	in := agentParts()
-	in[3].Args = json.RawMessage(`{}`)
-	var out []checkpoint.Part
-	if err := json.Unmarshal(checkpoint.MarshalParts(in), &out); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := checkpoint.MarshalParts(out), checkpoint.MarshalParts(in); !bytes.Equal(got, want) {
-		t.Errorf("round trip:\n got %s\nwant %s", got, want)
-	}
 	spaced := []checkpoint.Part{{Type: "tool-call", Args: json.RawMessage(`{"a": [1, 2]}`), Result: json.RawMessage(`{"x": 1}`)},
 		{Type: "text", Text: "t"}}
 	c := checkpoint.Compacted(spaced)
@@ -149,5 +90,33 @@ func TestContinuedTurnExport(t *testing.T) {
 	}
 	if got := checkpoint.CollapseTurns(tree.PathRefs(next.ID)); len(got) != 3 || got[1].ID != cont.ID {
 		t.Fatalf("CollapseTurns: got %d nodes, want 3 with the continuation", len(got))
+	}
+}
+
+// TestPartsEqual: parts are the same content when their type's fields
+// are; an absent JSON value is its type's empty one.
+func TestPartsEqual(t *testing.T) {
+	t.Parallel()
+	text := checkpoint.Part{Type: "text", Text: "a"}
+	call := checkpoint.Part{Type: "tool-call", ToolCallID: "c", ToolName: "n", ArgsText: "{}"}
+	for _, tc := range []struct {
+		name string
+		a, b []checkpoint.Part
+		want bool
+	}{
+		{"same text", []checkpoint.Part{text}, []checkpoint.Part{text}, true},
+		{"other text", []checkpoint.Part{text}, []checkpoint.Part{{Type: "text", Text: "b"}}, false},
+		{"a field text does not hold", []checkpoint.Part{text}, []checkpoint.Part{{Type: "text", Text: "a", Name: "x"}}, true},
+		{"other type", []checkpoint.Part{text}, []checkpoint.Part{{Type: "reasoning", Text: "a"}}, false},
+		{"other length", []checkpoint.Part{text}, []checkpoint.Part{text, text}, false},
+		{"args absent is {}", []checkpoint.Part{call}, []checkpoint.Part{{Type: "tool-call", ToolCallID: "c", ToolName: "n", ArgsText: "{}", Args: json.RawMessage(`{}`)}}, true},
+		{"other result", []checkpoint.Part{{Type: "tool-call", Result: json.RawMessage(`1`)}}, []checkpoint.Part{{Type: "tool-call", Result: json.RawMessage(`2`)}}, false},
+		{"data absent is null", []checkpoint.Part{{Type: "data", Name: "d"}}, []checkpoint.Part{{Type: "data", Name: "d", Data: json.RawMessage(`null`)}}, true},
+		{"unknown type, every field", []checkpoint.Part{{Type: "x", URL: "u"}}, []checkpoint.Part{{Type: "x", URL: "v"}}, false},
+		{"none", nil, []checkpoint.Part{}, true},
+	} {
+		if got := checkpoint.PartsEqual(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: PartsEqual = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -47,13 +46,12 @@ func scanCheckpoint(r pgx.CollectableRow) (checkpoint.Node, error) {
 	// jsonb prints JSON values with spaces: back to how they were written.
 	n.Content = checkpoint.Compacted(n.Content)
 	if status != nil {
-		n.Status = new(checkpoint.Status)
-		if err := json.Unmarshal(status, n.Status); err != nil {
+		if n.Status, err = unmarshalStatus(status); err != nil {
 			return n, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
 		}
 	}
 	if atts != nil {
-		if err := json.Unmarshal(atts, &n.Attachments); err != nil {
+		if n.Attachments, err = unmarshalAttachments(atts); err != nil {
 			return n, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
 		}
 	}
@@ -71,11 +69,7 @@ func decodeParts(b []byte) ([]checkpoint.Part, error) {
 			return []checkpoint.Part{{Type: "text", Text: string(s)}}, nil
 		}
 	}
-	var parts []checkpoint.Part
-	if err := json.Unmarshal(b, &parts); err != nil {
-		return nil, err
-	}
-	return parts, nil
+	return unmarshalParts(b)
 }
 
 // insertCheckpoint appends one checkpoint row; the caller has bumped the
@@ -118,18 +112,13 @@ func checkpointArgs(n *checkpoint.Node) ([]any, error) {
 		run = &n.RunID
 	}
 	var status, atts []byte
-	var err error
 	if n.Status != nil {
-		if status, err = json.Marshal(n.Status); err != nil {
-			return nil, fmt.Errorf("checkpoint %s status: %w", n.ID, err)
-		}
+		status = marshalStatus(n.Status)
 	}
 	if len(n.Attachments) > 0 {
-		if atts, err = json.Marshal(n.Attachments); err != nil {
-			return nil, fmt.Errorf("checkpoint %s attachments: %w", n.ID, err)
-		}
+		atts = marshalAttachments(n.Attachments)
 	}
-	return []any{n.ThreadID, n.ID, parent, n.Seq, n.Role, checkpoint.MarshalParts(n.Content), status, atts, run, n.CreatedAt}, nil
+	return []any{n.ThreadID, n.ID, parent, n.Seq, n.Role, marshalParts(n.Content), status, atts, run, n.CreatedAt}, nil
 }
 
 // CheckpointAppend appends nodes to a thread in one transaction, assigning

@@ -2,8 +2,13 @@ package store
 
 import "time"
 
-// DecodeParts exposes decodeParts to the external tests.
-var DecodeParts = decodeParts
+// DecodeParts, MarshalParts and UnmarshalParts expose the content codec
+// to the external tests.
+var (
+	DecodeParts    = decodeParts
+	MarshalParts   = marshalParts
+	UnmarshalParts = unmarshalParts
+)
 
 // HotStatements is how many statements afterConnect prepares.
 var HotStatements = len(hotSQL)

@@ -97,8 +97,7 @@ func BenchmarkDecodeParts(b *testing.B) {
 	})
 	b.Run("encoding_json", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			var p []checkpoint.Part
-			if err := json.Unmarshal(raw, &p); err != nil {
+			if _, err := store.UnmarshalParts(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -183,7 +182,7 @@ func TestAgentPartsRoundTrip(t *testing.T) {
 	}
 	raws := rawContents(t, pool, th.ID)
 	for i, want := range [][]checkpoint.Part{user, parts} {
-		if g, w := checkpoint.MarshalParts(got[i].Content), checkpoint.MarshalParts(want); string(g) != string(w) {
+		if g, w := store.MarshalParts(got[i].Content), store.MarshalParts(want); string(g) != string(w) {
 			t.Errorf("content %d read back:\n got %s\nwant %s", i, g, w)
 		}
 		checkDecodeParts(t, raws[i])
@@ -191,11 +190,11 @@ func TestAgentPartsRoundTrip(t *testing.T) {
 }
 
 // checkDecodeParts checks that store.DecodeParts reads a content as
-// written by Postgres (raw) as encoding/json does.
+// written by Postgres (raw) as its encoding/json path does.
 func checkDecodeParts(t *testing.T, raw []byte) {
 	t.Helper()
-	var viaJSON []checkpoint.Part
-	if err := json.Unmarshal(raw, &viaJSON); err != nil {
+	viaJSON, err := store.UnmarshalParts(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
 	dp, err := store.DecodeParts(raw)

@@ -50,19 +50,18 @@ func scanRun(row pgx.Row, extra ...any) (*thread.Run, error) {
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	if cfg != nil {
-		if err := json.Unmarshal(cfg, &r.Config); err != nil {
+		if err := unmarshalRunConfig(cfg, &r.Config); err != nil {
 			return nil, fmt.Errorf("run %s config: %w", r.ID, err)
 		}
 	}
+	var err error
 	if usage != nil {
-		r.Usage = new(thread.Usage)
-		if err := json.Unmarshal(usage, r.Usage); err != nil {
+		if r.Usage, err = unmarshalUsage(usage); err != nil {
 			return nil, fmt.Errorf("run %s usage: %w", r.ID, err)
 		}
 	}
 	if rerr != nil {
-		r.Error = new(thread.RunError)
-		if err := json.Unmarshal(rerr, r.Error); err != nil {
+		if r.Error, err = unmarshalRunError(rerr); err != nil {
 			return nil, fmt.Errorf("run %s error: %w", r.ID, err)
 		}
 	}
@@ -157,7 +156,7 @@ func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
 			return err
 		}
 	}
-	cfg, err := json.Marshal(r.Config)
+	cfg, err := marshalRunConfig(&r.Config)
 	if err != nil {
 		return fmt.Errorf("run %s config: %w", r.ID, err)
 	}
@@ -193,7 +192,7 @@ func queueComplete(b *pgx.Batch, in thread.RunCreate, fin thread.RunFinish, now 
 			return err
 		}
 	}
-	cfg, err := json.Marshal(r.Config)
+	cfg, err := marshalRunConfig(&r.Config)
 	if err != nil {
 		return fmt.Errorf("run %s config: %w", r.ID, err)
 	}
@@ -353,14 +352,10 @@ func compactRecords(in thread.RunFinish) ([]byte, error) {
 // it has none).
 func finishJSON(in thread.RunFinish) (usage, rerr []byte, err error) {
 	if in.Usage != nil {
-		if usage, err = json.Marshal(in.Usage); err != nil {
-			return nil, nil, fmt.Errorf("run %s usage: %w", in.Run.ID, err)
-		}
+		usage = marshalUsage(in.Usage)
 	}
 	if in.Error != nil {
-		if rerr, err = json.Marshal(in.Error); err != nil {
-			return nil, nil, fmt.Errorf("run %s error: %w", in.Run.ID, err)
-		}
+		rerr = marshalRunError(in.Error)
 	}
 	return usage, rerr, nil
 }

@@ -7,7 +7,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -311,8 +310,8 @@ func (s *Store) segmentText(ctx context.Context, runID uuid.UUID, sg logSeg, rep
 	if err != nil {
 		return "", fmt.Errorf("read run reply: %w", interpretError(err))
 	}
-	var parts []checkpoint.Part
-	if err := json.Unmarshal(content, &parts); err != nil {
+	parts, err := unmarshalParts(content)
+	if err != nil {
 		return "", fmt.Errorf("read run reply: %w", err)
 	}
 	var b strings.Builder

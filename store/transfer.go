@@ -281,14 +281,14 @@ func (w *importWriter) placeFiles(ctx context.Context) ([][]any, error) {
 // run ends as any ended run's does.
 func importRunArgs(r *thread.Run, threadID uuid.UUID, seqs map[uuid.UUID]int64) (row, log []any, err error) {
 	var cfg, usage, rerr []byte
-	if cfg, err = json.Marshal(r.Config); err != nil {
+	if cfg, err = marshalRunConfig(&r.Config); err != nil {
 		return nil, nil, fmt.Errorf("run %s config: %w", r.ID, err)
 	}
 	if r.Usage != nil {
-		usage, _ = json.Marshal(r.Usage) // two ints: always marshals
+		usage = marshalUsage(r.Usage)
 	}
 	if r.Error != nil {
-		rerr, _ = json.Marshal(r.Error) // two strings: always marshals
+		rerr = marshalRunError(r.Error)
 	}
 	var user *uuid.UUID
 	if r.UserMessageID != uuid.Nil {

@@ -219,11 +219,11 @@ func ValidToolName(name string) bool { return validToolName.MatchString(name) }
 
 // ModelInfo describes a model a client may pick.
 type ModelInfo struct {
-	Name       string `json:"name"`
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	Configured bool   `json:"configured"`
-	Default    bool   `json:"default"`
+	Name       string
+	Provider   string
+	Model      string
+	Configured bool
+	Default    bool
 }
 
 // Models resolves run_config.model names.

@@ -161,3 +161,11 @@ func TurnFrom(parts []checkpoint.Part) Turn {
 	}
 	return t
 }
+
+// OrNull is b, or the JSON null when b is empty.
+func OrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage(`null`)
+	}
+	return b
+}

@@ -32,16 +32,16 @@ type RunRequest struct {
 
 // ToolResult answers a client tool's call.
 type ToolResult struct {
-	CallID  string          `json:"tool_call_id"`
-	Result  json.RawMessage `json:"result"`
-	IsError bool            `json:"is_error,omitempty"`
+	CallID  string
+	Result  json.RawMessage
+	IsError bool
 }
 
 // Approval approves or rejects a call of a tool marked approval.
 type Approval struct {
-	CallID   string `json:"tool_call_id"`
-	Approved bool   `json:"approved"`
-	Reason   string `json:"reason,omitempty"`
+	CallID   string
+	Approved bool
+	Reason   string
 }
 
 // Continuation reports whether the request continues a waiting turn.

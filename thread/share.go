@@ -65,8 +65,13 @@ func SharePath(tree *checkpoint.Tree, checkpointID, shareID uuid.UUID) []checkpo
 	return path
 }
 
-// attachmentPrefix is the URL path attachments are stored with.
+// attachmentPrefix is the URL path attachments are stored with: a
+// checkpoint's attachments and image parts keep it, so it is part of the
+// stored data, and the API serves it (api.go's route table).
 const attachmentPrefix = "/api/v1/attachments/"
+
+// AttachmentURL is where the owner reads an uploaded attachment.
+func AttachmentURL(id uuid.UUID) string { return attachmentPrefix + id.String() }
 
 // ShareAttachmentURL is where a share's viewer reads an attachment of the
 // shared path.

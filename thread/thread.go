@@ -1,7 +1,6 @@
 package thread
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -22,21 +21,6 @@ type Thread struct {
 	LastSeq   int64     // Seq of the newest checkpoint
 	CreatedAt time.Time
 	UpdatedAt time.Time
-}
-
-// MarshalJSON writes the API.md thread shape.
-func (t *Thread) MarshalJSON() ([]byte, error) {
-	md := t.Metadata
-	if len(md) == 0 {
-		md = json.RawMessage(`{}`)
-	}
-	return json.Marshal(struct {
-		ID        uuid.UUID       `json:"thread_id"`
-		Title     *string         `json:"title"`
-		CreatedAt time.Time       `json:"created_at"`
-		UpdatedAt time.Time       `json:"updated_at"`
-		Metadata  json.RawMessage `json:"metadata"`
-	}{t.ID, t.Title, t.CreatedAt.UTC(), t.UpdatedAt.UTC(), md})
 }
 
 // ThreadUpdate is a PATCH: nil fields are left as they are.
@@ -70,15 +54,15 @@ func (s RunStatus) Done() bool { return s != RunRunning && s != "" }
 
 // RunConfig is the request's run_config.
 type RunConfig struct {
-	Model       string          `json:"model,omitempty"`
-	Temperature *float64        `json:"temperature,omitempty"`
-	System      string          `json:"system,omitempty"`
-	Custom      json.RawMessage `json:"custom,omitempty"`
+	Model       string
+	Temperature *float64
+	System      string
+	Custom      json.RawMessage
 	// MaxSteps bounds an agent run's model calls (DefaultMaxSteps when 0).
-	MaxSteps int `json:"max_steps,omitempty"`
+	MaxSteps int
 	// Tools, when present, names the server tools the run may call (all
 	// when absent) and declares the caller's client tools.
-	Tools []RunTool `json:"tools,omitempty"`
+	Tools []RunTool
 }
 
 // RunTool is one entry of run_config.tools: a server tool by name (a
@@ -86,50 +70,22 @@ type RunConfig struct {
 // declares, {"name","description","parameters","client":true}, which the
 // service never runs.
 type RunTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Client      bool            `json:"client,omitempty"`
-}
-
-// UnmarshalJSON reads a tool name or a tool object; an object's unknown
-// fields are refused.
-func (t *RunTool) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		*t = RunTool{}
-		return json.Unmarshal(b, &t.Name)
-	}
-	type plain RunTool
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var p plain
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*t = RunTool(p)
-	return nil
-}
-
-// MarshalJSON writes a server tool as its name, a client tool whole.
-func (t RunTool) MarshalJSON() ([]byte, error) {
-	if !t.Client && t.Description == "" && t.Parameters == nil {
-		return json.Marshal(t.Name)
-	}
-	type plain RunTool
-	return json.Marshal(plain(t))
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+	Client      bool
 }
 
 // Usage is what the provider reported.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int
+	CompletionTokens int
 }
 
 // RunError is why a run failed.
 type RunError struct {
-	Code    errcode.Code `json:"code"`
-	Message string       `json:"message"`
+	Code    errcode.Code
+	Message string
 }
 
 // Run is one model invocation on a thread.
@@ -156,39 +112,6 @@ type Run struct {
 	FinishedAt *time.Time
 	// LastSequence is the last durable event sequence (filled by RunGet).
 	LastSequence int64
-}
-
-// MarshalJSON writes the run resource.
-func (r *Run) MarshalJSON() ([]byte, error) {
-	type out struct {
-		ID            uuid.UUID  `json:"run_id"`
-		ThreadID      uuid.UUID  `json:"thread_id"`
-		Status        RunStatus  `json:"status"`
-		UserMessageID *uuid.UUID `json:"user_message_id"`
-		ParentID      uuid.UUID  `json:"parent_message_id"`
-		MessageID     uuid.UUID  `json:"message_id"`
-		Model         string     `json:"model"`
-		Config        RunConfig  `json:"run_config"`
-		Usage         *Usage     `json:"usage"`
-		Error         *RunError  `json:"error"`
-		CreatedAt     time.Time  `json:"created_at"`
-		FinishedAt    *time.Time `json:"finished_at"`
-		DurationMS    *float64   `json:"duration_ms"`
-		LastSequence  int64      `json:"last_sequence"`
-	}
-	o := out{ID: r.ID, ThreadID: r.ThreadID, Status: r.Status, ParentID: r.ParentID, MessageID: r.MessageID,
-		Model: r.Model, Config: r.Config, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), LastSequence: r.LastSequence}
-	if r.UserMessageID != uuid.Nil {
-		u := r.UserMessageID
-		o.UserMessageID = &u
-	}
-	if r.FinishedAt != nil {
-		f := r.FinishedAt.UTC()
-		o.FinishedAt = &f
-		d := float64(f.Sub(r.CreatedAt).Microseconds()) / 1000
-		o.DurationMS = &d
-	}
-	return json.Marshal(o)
 }
 
 // Record kinds in the event log.
@@ -298,7 +221,7 @@ type File struct {
 // Wire returns the attachment as a user message carries it.
 func (f *File) Wire() checkpoint.Attachment {
 	a := checkpoint.Attachment{ID: f.ID.String(), Type: "file", Name: f.Name, ContentType: f.ContentType, Size: f.Size,
-		URL: "/api/v1/attachments/" + f.ID.String()}
+		URL: AttachmentURL(f.ID)}
 	switch {
 	case len(f.ContentType) > 6 && f.ContentType[:6] == "image/":
 		a.Type = "image"

@@ -56,36 +56,36 @@ const (
 
 // SpanFailure is why a span failed.
 type SpanFailure struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string
+	Message string
 }
 
 // Span is one step of a run's trace. End is nil while it runs.
 type Span struct {
-	SpanID       string       `json:"span_id"`
-	ParentID     *string      `json:"parent_id"`
-	Name         string       `json:"name"`
-	Operation    string       `json:"operation"`
-	Start        time.Time    `json:"start"`
-	End          *time.Time   `json:"end"`
-	Status       string       `json:"status"`
-	Error        *SpanFailure `json:"error"`
-	Model        string       `json:"model,omitempty"`
-	ToolName     string       `json:"tool_name,omitempty"`
-	ToolCallID   string       `json:"tool_call_id,omitempty"`
-	InputTokens  *int         `json:"input_tokens,omitempty"`
-	OutputTokens *int         `json:"output_tokens,omitempty"`
-	FinishReason string       `json:"finish_reason,omitempty"`
-	FirstSeq     int64        `json:"first_sequence"`
-	LastSeq      int64        `json:"last_sequence"`
+	SpanID       string
+	ParentID     *string
+	Name         string
+	Operation    string
+	Start        time.Time
+	End          *time.Time
+	Status       string
+	Error        *SpanFailure
+	Model        string
+	ToolName     string
+	ToolCallID   string
+	InputTokens  *int
+	OutputTokens *int
+	FinishReason string
+	FirstSeq     int64
+	LastSeq      int64
 }
 
-// Trace is GET …/runs/{run_id}/trace.
+// Trace is a run's spans; api/wire writes it for GET …/runs/{run_id}/trace.
 type Trace struct {
-	RunID    string    `json:"run_id"`
-	ThreadID string    `json:"thread_id"`
-	Status   RunStatus `json:"status"`
-	Spans    []Span    `json:"spans"`
+	RunID    string
+	ThreadID string
+	Status   RunStatus
+	Spans    []Span
 }
 
 // RunSpanID is the id of a trace's run span.

@@ -25,9 +25,9 @@ type ImportThread struct {
 
 // Imported is what an import wrote of one thread.
 type Imported struct {
-	ThreadID uuid.UUID `json:"thread_id"`
-	Title    *string   `json:"title"`
-	Messages int       `json:"messages"`
+	ThreadID uuid.UUID
+	Title    *string
+	Messages int
 }
 
 // ThreadExport is a whole thread as an export reads it.

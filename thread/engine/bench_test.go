@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/store"
@@ -233,11 +234,9 @@ func BenchmarkSnapshotJSON(b *testing.B) {
 				Snapshot: &thread.Snapshot{ThreadID: tid, RunStatus: thread.RunSucceeded, Tree: tree, Head: parent}}
 			b.ReportAllocs()
 			var size int
+			var out []byte
 			for b.Loop() {
-				out, err := ev.MarshalJSON()
-				if err != nil {
-					b.Fatal(err)
-				}
+				out = wire.AppendEventLine(out[:0], &ev)
 				size = len(out)
 			}
 			b.ReportMetric(float64(size), "bytes/event")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -47,17 +48,18 @@ type DocThread struct {
 }
 
 // Checkpoint is one message of the tree: its parts in the snapshot's
-// message shape (assistant-ui's), attachments by reference.
+// message shape (assistant-ui's), attachments by reference. Its JSON is
+// document_json.go's.
 type Checkpoint struct {
-	ID          uuid.UUID          `json:"id"`
-	ParentID    *uuid.UUID         `json:"parent_id"`
-	Seq         int64              `json:"seq"`
-	Role        checkpoint.Role    `json:"role"`
-	Content     []checkpoint.Part  `json:"content"`
-	Status      *checkpoint.Status `json:"status,omitempty"`
-	Attachments []Attachment       `json:"attachments,omitempty"`
-	RunID       *uuid.UUID         `json:"run_id"`
-	CreatedAt   time.Time          `json:"created_at"`
+	ID          uuid.UUID
+	ParentID    *uuid.UUID
+	Seq         int64
+	Role        checkpoint.Role
+	Content     []checkpoint.Part
+	Status      *checkpoint.Status
+	Attachments []Attachment
+	RunID       *uuid.UUID
+	CreatedAt   time.Time
 }
 
 // Attachment is an attachment as the message carries it (id, name, type,
@@ -65,7 +67,7 @@ type Checkpoint struct {
 // (base64 in JSON).
 type Attachment struct {
 	checkpoint.Attachment
-	Data []byte `json:"data,omitempty"`
+	Data []byte
 }
 
 // DocRun is one run's metadata: what it was asked, by which model, when,
@@ -77,9 +79,9 @@ type DocRun struct {
 	ParentID      uuid.UUID        `json:"parent_message_id"`
 	MessageID     uuid.UUID        `json:"message_id"`
 	Model         string           `json:"model"`
-	Config        thread.RunConfig `json:"run_config"`
-	Usage         *thread.Usage    `json:"usage"`
-	Error         *thread.RunError `json:"error"`
+	Config        wire.RunConfig   `json:"run_config"`
+	Usage         *wire.Usage      `json:"usage"`
+	Error         *wire.RunError   `json:"error"`
 	StartedAt     time.Time        `json:"started_at"`
 	EndedAt       *time.Time       `json:"ended_at"`
 }
@@ -141,7 +143,7 @@ func docCheckpoint(n *checkpoint.Node, data AttachmentData) (Checkpoint, error) 
 
 func docRun(r *thread.Run) DocRun {
 	out := DocRun{ID: r.ID, Status: r.Status, UserMessageID: optID(r.UserMessageID), ParentID: r.ParentID, MessageID: r.MessageID,
-		Model: r.Model, Config: r.Config, Usage: r.Usage, Error: r.Error, StartedAt: r.CreatedAt.UTC()}
+		Model: r.Model, Config: wire.NewRunConfig(&r.Config), Usage: wire.NewUsage(r.Usage), Error: wire.NewRunError(r.Error), StartedAt: r.CreatedAt.UTC()}
 	if r.FinishedAt != nil {
 		f := r.FinishedAt.UTC()
 		out.EndedAt = &f

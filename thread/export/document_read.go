@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 )
@@ -115,7 +116,7 @@ func docRuns(in []DocRun, ids map[uuid.UUID]bool, where string) ([]thread.Run, e
 			return nil, invalid(rw, "message_id and parent_message_id must be checkpoints of the thread")
 		}
 		run := thread.Run{ID: r.ID, Status: r.Status, ParentID: r.ParentID, MessageID: r.MessageID, Model: r.Model,
-			Config: r.Config, Usage: r.Usage, Error: r.Error, CreatedAt: r.StartedAt.UTC()}
+			Config: r.Config.Domain(), Usage: domainUsage(r.Usage), Error: domainRunError(r.Error), CreatedAt: r.StartedAt.UTC()}
 		if r.UserMessageID != nil {
 			if !ids[*r.UserMessageID] {
 				return nil, invalid(rw, "user_message_id %s is not a checkpoint of the thread", *r.UserMessageID)
@@ -157,4 +158,20 @@ func inlineFile(a *Attachment, where string, files []thread.File) (*thread.File,
 		return nil, err
 	}
 	return &thread.File{ID: id, Name: a.Name, ContentType: a.ContentType, Size: int64(len(a.Data)), Data: a.Data}, nil
+}
+
+func domainUsage(u *wire.Usage) *thread.Usage {
+	if u == nil {
+		return nil
+	}
+	d := thread.Usage(*u)
+	return &d
+}
+
+func domainRunError(e *wire.RunError) *thread.RunError {
+	if e == nil {
+		return nil
+	}
+	d := thread.RunError(*e)
+	return &d
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
@@ -208,7 +209,7 @@ func (w *partWriter) part(p *checkpoint.Part) {
 		_ = json.Unmarshal(p.Data, &url) // a file part's data is its URL
 		fmt.Fprintf(b, "\n**File:** %s (%s)\n", mdLink(firstOf(p.Filename, url), url), p.MimeType)
 	default:
-		raw, _ := json.Marshal(p)
+		raw := wire.AppendPart(nil, p)
 		fmt.Fprintf(b, "\n**Part `%s`**\n\n%s", p.Type, fenced("json", prettyJSON(raw)))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/thread"
@@ -231,12 +232,12 @@ func checkNode(n *checkpoint.Node, where string, opt Options) error {
 	if len(n.Content) > maxTurnParts {
 		return errcode.New(errcode.TooLarge, "%s: message %s has %d parts; a message may have %d", where, n.ID, len(n.Content), maxTurnParts)
 	}
-	if hasNULEscape(checkpoint.MarshalParts(n.Content)) {
+	// What the store would write (the wire's shape, the same bytes).
+	if hasNULEscape(wire.AppendParts(nil, n.Content)) {
 		return nulErr(fmt.Sprintf("%s: message %s", where, n.ID))
 	}
 	if len(n.Attachments) > 0 {
-		b, _ := json.Marshal(n.Attachments) // plain fields: always marshals
-		if hasNULEscape(b) {
+		if hasNULEscape(wire.AppendAttachments(nil, n.Attachments)) {
 			return nulErr(fmt.Sprintf("%s: message %s attachments", where, n.ID))
 		}
 	}

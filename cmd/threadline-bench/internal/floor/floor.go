@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/cmd/threadline-bench/internal/bench"
 	"github.com/threadline/threadline/model/builtin"
@@ -295,29 +296,19 @@ func (f *floorServer) line(b []byte, run *floorRun, ev floorEvent) []byte {
 		status, msgs = "succeeded", string(m)
 	}
 	b = append(b, `{"type":"snapshot","run_id":"`...)
-	b = checkpoint.AppendUUID(b, run.id)
+	b = wire.AppendUUID(b, run.id)
 	b = append(b, `","sequence":`...)
 	b = strconv.AppendInt(b, ev.seq, 10)
 	b = append(b, `,"run_status":"`+status+`","messageRepository":{"headId":"`...)
-	b = checkpoint.AppendUUID(b, run.msg)
+	b = wire.AppendUUID(b, run.msg)
 	b = append(b, `","messages":[]},"messages":`+msgs+"}\n"...)
 	return b
 }
 
-// appendTokenLine appends a token event's NDJSON line: byte for byte what
-// json.Encoder writes for a thread.Event of type token, which is what the
-// service writes (TestTokenLineMatchesEncoder holds it to that). It is the
-// floor's own copy of the service's direct writer in api, which stays
-// unexported: the floor must pay what the service pays per token line, not
-// encoding/json's reflection.
+// appendTokenLine appends a token event's NDJSON line with the service's
+// own writer (api/wire): the floor pays what the service pays per token
+// line, and writes the same bytes.
 func appendTokenLine(b []byte, runID uuid.UUID, seq int64, msgID uuid.UUID, text string) []byte {
-	b = append(b, `{"type":"token","run_id":"`...)
-	b = checkpoint.AppendUUID(b, runID)
-	b = append(b, `","sequence":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"message_id":"`...)
-	b = checkpoint.AppendUUID(b, msgID)
-	b = append(b, `","text":`...)
-	b = checkpoint.AppendJSONString(b, text)
-	return append(b, "}\n"...)
+	ev := thread.Event{Type: thread.KindToken, RunID: runID, Sequence: seq, MessageID: msgID, Text: text}
+	return wire.AppendEventLine(b, &ev)
 }

@@ -2,7 +2,6 @@ package floor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/model/builtin"
 	"github.com/threadline/threadline/stream"
-	"github.com/threadline/threadline/thread"
 )
 
 // TestFloorStreamCatchesUpAfterLag gives the floor a one-batch buffer and
@@ -37,15 +36,7 @@ func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	var text strings.Builder
 	final := ""
 	for sc.Scan() {
-		var ev struct {
-			Type      string `json:"type"`
-			Sequence  int64  `json:"sequence"`
-			Text      string `json:"text"`
-			RunStatus string `json:"run_status"`
-			Messages  []struct {
-				Content []struct{ Text string } `json:"content"`
-			} `json:"messages"`
-		}
+		var ev wire.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -65,24 +56,5 @@ func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	}
 	if want := builtin.BuiltinText("lag", 1, 500); text.String() != want || final != want {
 		t.Errorf("streamed %d bytes, final snapshot %d bytes; want both equal to the model's %d", text.Len(), len(final), len(want))
-	}
-}
-
-// TestTokenLineMatchesEncoder: the floor's token lines are byte for byte
-// what json.Encoder writes for the service's token event, so a client reads
-// the same bytes from the floor as from the service.
-func TestTokenLineMatchesEncoder(t *testing.T) {
-	t.Parallel()
-	texts := []string{"", " abcd", `quote " and \ backslash`, "<b>&amp;</b>", "tab\tnew\nline\r\x00\x1f",
-		"\u2028\u2029", "héllo ✓ 😀", "bad \xff\xfe utf-8"}
-	for _, text := range texts {
-		ev := thread.Event{Type: thread.KindToken, RunID: uuid.New(), Sequence: 1234567890123, MessageID: uuid.New(), Text: text}
-		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(ev); err != nil {
-			t.Fatal(err)
-		}
-		if got := appendTokenLine(nil, ev.RunID, ev.Sequence, ev.MessageID, ev.Text); !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("appendTokenLine(%q):\ngot  %s\nwant %s", text, got, want.Bytes())
-		}
 	}
 }

@@ -127,7 +127,7 @@ func (s *Starter) startOnLocalRun(ctx context.Context, caller string, threadID u
 		return nil, false, errStartAgain
 	}
 	if m := req.Message; m != nil && m.ID != uuid.Nil && m.ID == ar.Run().UserMessageID && ar.User() != nil {
-		if s.sameParent(caller, threadID, ar.User().ParentID, req.ParentID) && string(checkpoint.MarshalParts(ar.User().Content)) == string(checkpoint.MarshalParts(m.Content)) {
+		if s.sameParent(caller, threadID, ar.User().ParentID, req.ParentID) && checkpoint.PartsEqual(ar.User().Content, m.Content) {
 			return ar.Run(), true, nil
 		}
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", m.ID)
@@ -313,7 +313,7 @@ func (s *Starter) resolveFork(ctx context.Context, th *thread.Thread, tree *chec
 // content returns the run it started; anything else is a conflict.
 func (s *Starter) retried(ctx context.Context, th *thread.Thread, prev *checkpoint.Node, req thread.RunRequest) (*thread.Run, bool, error) {
 	same := prev.Role == checkpoint.RoleUser && s.sameParent(th.Caller, th.ID, prev.ParentID, req.ParentID) &&
-		string(checkpoint.MarshalParts(prev.Content)) == string(checkpoint.MarshalParts(req.Message.Content))
+		checkpoint.PartsEqual(prev.Content, req.Message.Content)
 	if !same {
 		return nil, false, errcode.New(errcode.Conflict, "message id %s already exists with other content or parent", prev.ID)
 	}
