@@ -1,13 +1,25 @@
 "use client";
 
-// The page frame: the sidebar beside the page on wide screens; on phones a
-// top bar whose menu button opens the sidebar as a drawer (closed by a
-// thread link, the overlay or Escape).
+// The page frame: the sidebar beside the page on wide screens (collapsible,
+// remembered per browser); on phones a top bar whose menu button opens the
+// sidebar as a drawer (closed by a thread link, the overlay or Escape). The
+// first tab stop is a skip link to the conversation; the keyboard shortcuts
+// live here (Shortcuts.tsx).
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
-import { useEffect, useRef, useState, type FC, type ReactNode } from "react";
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore, type FC, type ReactNode } from "react";
+import { getSidebarCollapsed, setSidebarCollapsed, subscribeSidebar } from "@/lib/sidebarPref";
+import { Shortcuts } from "./Shortcuts";
 import { Sidebar } from "./Sidebar";
+import "./shell.css";
+
+/** The first tab stop: to the page's content (the conversation), past the thread list. */
+const SkipLink: FC = () => (
+  <a className="skip-link" href="#conversation">
+    Skip to conversation
+  </a>
+);
 
 export const AppShell: FC<{ children: ReactNode }> = ({ children }) => {
   // A share link's page (/s/…) stands alone: no sidebar, nobody's threads.
@@ -17,6 +29,8 @@ export const AppShell: FC<{ children: ReactNode }> = ({ children }) => {
 
 const Frame: FC<{ children: ReactNode }> = ({ children }) => {
   const [open, setOpen] = useState(false);
+  const collapsed = useSyncExternalStore(subscribeSidebar, getSidebarCollapsed, () => false);
+  const toggleSidebar = useCallback(() => setSidebarCollapsed(!getSidebarCollapsed()), []);
   const menuButton = useRef<HTMLButtonElement>(null);
   const close = (refocus: boolean) => {
     setOpen(false);
@@ -34,7 +48,21 @@ const Frame: FC<{ children: ReactNode }> = ({ children }) => {
     return () => window.removeEventListener("keydown", onKey);
   }, [open]);
   return (
-    <div className={open ? "app drawer-open" : "app"}>
+    <div className={["app", open ? "drawer-open" : "", collapsed ? "sidebar-collapsed" : ""].join(" ").trim()}>
+      <SkipLink />
+      <button
+        type="button"
+        className="icon-button sidebar-toggle"
+        data-testid="sidebar-toggle"
+        aria-label="Thread list"
+        aria-expanded={!collapsed}
+        aria-controls="sidebar"
+        aria-keyshortcuts="Control+Shift+S Meta+Shift+S"
+        title={collapsed ? "Show the thread list (Ctrl/Cmd-Shift-S)" : "Hide the thread list (Ctrl/Cmd-Shift-S)"}
+        onClick={toggleSidebar}
+      >
+        {collapsed ? "»" : "«"}
+      </button>
       <header className="topbar">
         <button
           ref={menuButton}
@@ -54,7 +82,10 @@ const Frame: FC<{ children: ReactNode }> = ({ children }) => {
       </header>
       <button type="button" className="drawer-overlay" aria-label="Close the thread list" tabIndex={-1} onClick={() => close(true)} />
       <Sidebar drawerOpen={open} onClose={close} />
-      <main className="main">{children}</main>
+      <main className="main" id="conversation" tabIndex={-1}>
+        {children}
+      </main>
+      <Shortcuts toggleSidebar={toggleSidebar} />
     </div>
   );
 };

@@ -48,7 +48,7 @@ function useThreadTitle(threadId: string): string | null {
 }
 
 export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
-  const { runtime, notice, dismissNotice, notFound, loaded, repository, setHead } = useThreadlineRuntime(threadId);
+  const { runtime, notice, dismissNotice, notify, notFound, loaded, repository, setHead } = useThreadlineRuntime(threadId);
   const title = useThreadTitle(threadId);
   // The browser tab says which conversation it is.
   useDocumentTitle(notFound ? "Not found · Threadline" : title ? `${title} · Threadline` : "New chat · Threadline");
@@ -56,7 +56,7 @@ export const Chat: FC<{ threadId: string }> = ({ threadId }) => {
   return (
     <ThreadIdContext.Provider value={threadId}>
       <AssistantRuntimeProvider runtime={runtime}>
-        <Thread notice={notice} onDismissNotice={dismissNotice} toolbar={
+        <Thread notice={notice} onDismissNotice={dismissNotice} onRefused={notify} toolbar={
             <>
               <ModelPicker />
               <ChatSettingsButton threadId={threadId} />

@@ -15,6 +15,7 @@ import { ThreadListStore } from "@/lib/threadList";
 import { SearchBox } from "./SearchBox";
 import type { ThreadSummary } from "@/lib/types";
 import { ImportButton } from "./LibraryActions";
+import { ShortcutsButton } from "./Shortcuts";
 import { useUndoableDelete } from "./UndoDelete";
 
 const THEME_LABEL: Record<Theme, string> = { system: "Theme: system", dark: "Theme: dark", light: "Theme: light" };
@@ -104,6 +105,27 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
 
   const groups = groupByDate(threads, (t) => t.updated_at, new Date());
 
+  // The list is one tab stop (roving tabindex): the open thread's link, or
+  // the one last moved to, or the first; arrows move, Enter opens.
+  const [roving, setRoving] = useState<string | null>(null);
+  const tabStop = [roving, currentId].find((id) => id && threads.some((t) => t.thread_id === id)) ?? threads[0]?.thread_id ?? null;
+  const onListKey = (e: React.KeyboardEvent<HTMLDivElement>) => {
+    const move = listMove(e, threads, tabStop);
+    if (!move) return;
+    e.preventDefault();
+    if (move.kind === "rename" || move.kind === "delete") {
+      const t = threads.find((x) => x.thread_id === move.id);
+      if (t) (move.kind === "rename" ? startRename : remove)(t);
+      return;
+    }
+    setRoving(move.id);
+    const item = nav.current?.querySelector<HTMLElement>(`[data-testid="thread-item"][data-thread-id="${CSS.escape(move.id)}"]`);
+    const controls = Array.from(item?.querySelectorAll<HTMLElement>("a, button") ?? []);
+    const at = controls.indexOf(document.activeElement as HTMLElement);
+    const target = move.kind === "item" ? controls[0] : controls[(Math.max(at, 0) + move.step + controls.length) % controls.length];
+    target?.focus();
+  };
+
   return (
     <nav
       ref={nav}
@@ -129,7 +151,18 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
           {error}
         </div>
       ) : null}
-      <div className="thread-list" data-testid="thread-list">
+      <p id="thread-list-help" className="visually-hidden">
+        Arrow keys move between conversations, Enter opens one, F2 renames and Delete deletes it.
+      </p>
+      <div
+        className="thread-list"
+        data-testid="thread-list"
+        onKeyDown={onListKey}
+        onFocus={(e) => {
+          const id = (e.target as HTMLElement).closest<HTMLElement>("[data-thread-id]")?.dataset.threadId;
+          if (id && id !== roving) setRoving(id);
+        }}
+      >
         {groups.map((g) => (
           <section key={g.label} aria-label={g.label} data-testid="thread-group">
             <h2 className="thread-group">{g.label}</h2>
@@ -139,6 +172,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
                   key={t.thread_id}
                   thread={t}
                   current={t.thread_id === currentId}
+                  tabbable={t.thread_id === tabStop}
                   editing={editing === t.thread_id}
                   draft={draft}
                   onDraft={setDraft}
@@ -159,6 +193,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
       ) : null}
       {loaded && threads.length === 0 && !error ? <p className="muted small">No conversations yet.</p> : null}
       <ImportButton />
+      <ShortcutsButton />
       <ThemeToggle />
       {undoable.toast}
     </nav>
@@ -168,6 +203,7 @@ export const Sidebar: FC<{ drawerOpen?: boolean; onClose?: (refocus: boolean) =>
 const ThreadItem: FC<{
   thread: ThreadSummary;
   current: boolean;
+  tabbable: boolean;
   editing: boolean;
   draft: string;
   onDraft: (s: string) => void;
@@ -175,7 +211,7 @@ const ThreadItem: FC<{
   onSaveRename: (id: string) => void;
   onCancelRename: () => void;
   onDelete: (t: ThreadSummary) => void;
-}> = ({ thread: t, current, editing, draft, onDraft, onStartRename, onSaveRename, onCancelRename, onDelete }) => {
+}> = ({ thread: t, current, tabbable, editing, draft, onDraft, onStartRename, onSaveRename, onCancelRename, onDelete }) => {
   const title = t.title || "Untitled";
   return (
     <li className={current ? "thread-item active" : "thread-item"} data-testid="thread-item" data-thread-id={t.thread_id}>
@@ -209,14 +245,16 @@ const ThreadItem: FC<{
             className="thread-title"
             title={`${title} — ${new Date(t.updated_at).toLocaleString()}`}
             aria-current={current ? "page" : undefined}
+            aria-describedby="thread-list-help"
+            tabIndex={tabbable ? 0 : -1}
           >
             {title}
           </Link>
           <span className="thread-actions">
-            <button type="button" className="link" aria-label="Rename" title="Rename" onClick={() => onStartRename(t)}>
+            <button type="button" className="link" aria-label="Rename" title="Rename (F2)" tabIndex={-1} onClick={() => onStartRename(t)}>
               ✎
             </button>
-            <button type="button" className="link" aria-label="Delete" title="Delete" onClick={() => onDelete(t)}>
+            <button type="button" className="link" aria-label="Delete" title="Delete (Delete)" tabIndex={-1} onClick={() => onDelete(t)}>
               ✕
             </button>
           </span>
@@ -225,3 +263,41 @@ const ThreadItem: FC<{
     </li>
   );
 };
+
+type ListMove = { kind: "item" | "control" | "rename" | "delete"; id: string; step: number };
+
+/**
+ * What a key in the thread list does: Up/Down/Home/End move between
+ * threads, Left/Right between a thread's link and its buttons, F2 renames,
+ * Delete deletes; null for any other key (Enter follows the link itself).
+ */
+function listMove(e: React.KeyboardEvent, threads: readonly ThreadSummary[], tabStop: string | null): ListMove | null {
+  if (e.altKey || e.ctrlKey || e.metaKey || (e.target as HTMLElement).tagName === "INPUT") return null;
+  const id = (e.target as HTMLElement).closest<HTMLElement>("[data-thread-id]")?.dataset.threadId ?? tabStop;
+  const at = threads.findIndex((t) => t.thread_id === id);
+  if (at < 0 || !id) return null;
+  const to = (i: number): ListMove | null => {
+    const t = threads[Math.min(Math.max(i, 0), threads.length - 1)];
+    return t ? { kind: "item", id: t.thread_id, step: 0 } : null;
+  };
+  switch (e.key) {
+    case "ArrowDown":
+      return to(at + 1);
+    case "ArrowUp":
+      return to(at - 1);
+    case "Home":
+      return to(0);
+    case "End":
+      return to(threads.length - 1);
+    case "ArrowRight":
+      return { kind: "control", id, step: 1 };
+    case "ArrowLeft":
+      return { kind: "control", id, step: -1 };
+    case "F2":
+      return { kind: "rename", id, step: 0 };
+    case "Delete":
+      return { kind: "delete", id, step: 0 };
+    default:
+      return null;
+  }
+}

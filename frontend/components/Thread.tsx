@@ -10,11 +10,14 @@ import {
   MessagePrimitive,
   ThreadPrimitive,
   useAui,
+  useAuiEvent,
   useAuiState,
 } from "@assistant-ui/react";
-import { useContext, useEffect, useState, type FC, type ReactNode } from "react";
+import { useContext, useEffect, useRef, useState, type FC, type ReactNode } from "react";
 import { getRun, type RunInfo } from "@/lib/api";
-import { isImageType } from "@/lib/attachments";
+import { isImageType, typeRefusal } from "@/lib/attachments";
+import type { RunError } from "@/lib/reducer";
+import { refocusAfterRender } from "@/lib/refocus";
 import { DATA, Reasoning, TOOLS } from "./AgentParts";
 import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
@@ -36,44 +39,72 @@ const RetryButton: FC = () => {
   );
 };
 
+/**
+ * Says in words why a file was refused before upload: assistant-ui checks
+ * the adapter's accept list itself (a drop, a paste) and only emits an event.
+ */
+export const AttachRefusals: FC<{ onRefused: (e: RunError) => void }> = ({ onRefused }) => {
+  useAuiEvent("composer.attachmentAddError", (e) => {
+    if (e.reason === "not-accepted") onRefused(typeRefusal(e.contentType));
+  });
+  return null;
+};
+
+/**
+ * Files dropped anywhere on the thread go to the composer (assistant-ui's
+ * dropzone); while files are dragged over it, the thread says so.
+ */
+export const DropZone: FC<{ children: ReactNode; className?: string }> = ({ children, className }) => (
+  <ComposerPrimitive.AttachmentDropzone className={`dropzone ${className ?? ""}`.trim()} data-testid="dropzone">
+    {children}
+    <div className="drop-overlay" data-testid="drop-overlay" aria-hidden="true">
+      <span>Drop files to attach them</span>
+    </div>
+  </ComposerPrimitive.AttachmentDropzone>
+);
+
 export const Thread: FC<{
   notice?: Notice;
   onDismissNotice?: () => void;
+  onRefused?: (e: RunError) => void;
   placeholder?: string;
   empty?: ReactNode;
   toolbar?: ReactNode;
-}> = ({ notice, onDismissNotice, placeholder, empty, toolbar }) => {
+}> = ({ notice, onDismissNotice, onRefused, placeholder, empty, toolbar }) => {
   return (
     <ThreadPrimitive.Root className="thread">
-      <ThreadPrimitive.Viewport className="thread-viewport">
-        <AuiIf condition={(s) => s.thread.isEmpty && !s.thread.isLoading}>
-          <div className="thread-empty">{empty ?? <p>Ask anything.</p>}</div>
-        </AuiIf>
-        <ThreadPrimitive.Messages
-          components={{ UserMessage, AssistantMessage, SystemMessage, UserEditComposer: EditComposer }}
-        />
-        {notice ? (
-          <div className="notice" role="alert" data-testid="thread-notice">
-            <span>
-              {notice.message}
-              {notice.code ? <code className="notice-code">{notice.code}</code> : null}
-            </span>
-            {notice.retry ? <RetryButton /> : null}
-            {onDismissNotice ? (
-              <button type="button" className="link" onClick={onDismissNotice} aria-label="Dismiss">
-                ×
-              </button>
-            ) : null}
-          </div>
-        ) : null}
-        <ThreadPrimitive.ViewportFooter className="thread-footer">
-          <ThreadPrimitive.ScrollToBottom className="scroll-bottom" aria-label="Scroll to bottom">
-            ↓
-          </ThreadPrimitive.ScrollToBottom>
-          {toolbar ? <div className="composer-toolbar">{toolbar}</div> : null}
-          <Composer placeholder={placeholder ?? "Message Threadline…"} />
-        </ThreadPrimitive.ViewportFooter>
-      </ThreadPrimitive.Viewport>
+      {onRefused ? <AttachRefusals onRefused={onRefused} /> : null}
+      <DropZone className="thread-drop">
+        <ThreadPrimitive.Viewport className="thread-viewport">
+          <AuiIf condition={(s) => s.thread.isEmpty && !s.thread.isLoading}>
+            <div className="thread-empty">{empty ?? <p>Ask anything.</p>}</div>
+          </AuiIf>
+          <ThreadPrimitive.Messages
+            components={{ UserMessage, AssistantMessage, SystemMessage, UserEditComposer: EditComposer }}
+          />
+          {notice ? (
+            <div className="notice" role="alert" data-testid="thread-notice">
+              <span>
+                {notice.message}
+                {notice.code ? <code className="notice-code">{notice.code}</code> : null}
+              </span>
+              {notice.retry ? <RetryButton /> : null}
+              {onDismissNotice ? (
+                <button type="button" className="link" onClick={onDismissNotice} aria-label="Dismiss">
+                  ×
+                </button>
+              ) : null}
+            </div>
+          ) : null}
+          <ThreadPrimitive.ViewportFooter className="thread-footer">
+            <ThreadPrimitive.ScrollToBottom className="scroll-bottom" aria-label="Scroll to bottom">
+              ↓
+            </ThreadPrimitive.ScrollToBottom>
+            {toolbar ? <div className="composer-toolbar">{toolbar}</div> : null}
+            <Composer placeholder={placeholder ?? "Message Threadline…"} />
+          </ThreadPrimitive.ViewportFooter>
+        </ThreadPrimitive.Viewport>
+      </DropZone>
     </ThreadPrimitive.Root>
   );
 };
@@ -194,64 +225,157 @@ export const MessageAttachment: FC = () => {
   if (!isImage) return <FileChip />;
   return (
     <AttachmentPrimitive.Root className="attachment" data-testid="message-attachment">
-      <AttachmentThumb />
+      <ImageOpener />
     </AttachmentPrimitive.Root>
   );
 };
 
-const BranchPicker: FC = () => (
-  <BranchPickerPrimitive.Root hideWhenSingleBranch className="branch-picker" data-testid="branch-picker">
-    <BranchPickerPrimitive.Previous className="icon-button" aria-label="Previous branch" title="Previous">
-      ‹
-    </BranchPickerPrimitive.Previous>
-    <span className="branch-count" data-testid="branch-count">
-      <BranchPickerPrimitive.Number /> / <BranchPickerPrimitive.Count />
-    </span>
-    <BranchPickerPrimitive.Next className="icon-button" aria-label="Next branch" title="Next">
-      ›
-    </BranchPickerPrimitive.Next>
-  </BranchPickerPrimitive.Root>
-);
+/** A sent image's thumbnail: a button that shows it large in a dialog (Escape closes it, focus comes back). */
+const ImageOpener: FC = () => {
+  const attachment = useAuiState((s) => s.attachment);
+  const part = attachment.content?.find((p) => p.type === "image");
+  const src = part && part.type === "image" ? part.image : null;
+  const dialog = useRef<HTMLDialogElement>(null);
+  const opener = useRef<HTMLButtonElement>(null);
+  // The large image is in the page only while the dialog is open.
+  const [open, setOpen] = useState(false);
+  if (!src) return <AttachmentThumb />;
+  const close = () => dialog.current?.close();
+  return (
+    <>
+      <button
+        ref={opener}
+        type="button"
+        className="thumb-button"
+        aria-label={`Open the image ${attachment.name}`}
+        aria-haspopup="dialog"
+        onClick={() => {
+          setOpen(true);
+          dialog.current?.showModal();
+        }}
+      >
+        <AttachmentThumb />
+      </button>
+      <dialog
+        ref={dialog}
+        className="image-dialog"
+        aria-label={attachment.name}
+        data-testid="image-dialog"
+        // The dialog closes on Escape itself; the focus goes back to the thumbnail.
+        onClose={() => {
+          setOpen(false);
+          opener.current?.focus();
+        }}
+        onClick={(e) => {
+          if (e.target === dialog.current) close(); // the backdrop
+        }}
+      >
+        <div className="image-dialog-head">
+          <span className="attachment-name">{attachment.name}</span>
+          <button type="button" className="button" onClick={close}>
+            Close
+          </button>
+        </div>
+        {open ? (
+          // eslint-disable-next-line @next/next/no-img-element
+          <img className="image-large" src={src} alt={attachment.name} />
+        ) : null}
+      </dialog>
+    </>
+  );
+};
 
-const UserMessage: FC = () => (
-  <MessagePrimitive.Root className="message user" data-testid="user-message">
-    <div className="attachments-row">
-      <MessagePrimitive.Attachments components={{ Attachment: MessageAttachment }} />
-    </div>
-    <div className="bubble user-bubble" data-testid="message-text">
-      <MessagePrimitive.Parts />
-    </div>
-    <ShareScope>
-      <div className="message-footer">
-        <BranchPicker />
-        <ActionBar>
-          <ActionBarPrimitive.Edit className="link" aria-label="Edit">
-            Edit
-          </ActionBarPrimitive.Edit>
-          <ShareButton />
-          <ForkButton />
-        </ActionBar>
+/**
+ * ‹ n / m ›. A switch renders another message in this place; the focus stays
+ * on the same button of the picker at the same position (refocusAfterRender).
+ */
+const BranchPicker: FC = () => {
+  const index = useAuiState((s) => s.message.index);
+  const keepFocus = (label: string) =>
+    refocusAfterRender(() => {
+      const picker = document.querySelector<HTMLElement>(`[data-testid="branch-picker"][data-index="${index}"]`);
+      const same = picker?.querySelector<HTMLButtonElement>(`button[aria-label="${label}"]`);
+      // At the first or last branch that button is disabled: the other one.
+      return same && !same.disabled ? same : picker?.querySelector<HTMLButtonElement>("button:not(:disabled)");
+    });
+  return (
+    <BranchPickerPrimitive.Root hideWhenSingleBranch className="branch-picker" data-testid="branch-picker" data-index={index}>
+      <BranchPickerPrimitive.Previous
+        className="icon-button"
+        aria-label="Previous branch"
+        title="Previous branch ([)"
+        onClick={() => keepFocus("Previous branch")}
+      >
+        ‹
+      </BranchPickerPrimitive.Previous>
+      <span className="branch-count" data-testid="branch-count">
+        <BranchPickerPrimitive.Number /> / <BranchPickerPrimitive.Count />
+      </span>
+      <BranchPickerPrimitive.Next className="icon-button" aria-label="Next branch" title="Next branch (])" onClick={() => keepFocus("Next branch")}>
+        ›
+      </BranchPickerPrimitive.Next>
+    </BranchPickerPrimitive.Root>
+  );
+};
+
+const UserMessage: FC = () => {
+  const index = useAuiState((s) => s.message.index);
+  return (
+    <MessagePrimitive.Root className="message user" data-testid="user-message" data-index={index}>
+      <div className="attachments-row">
+        <MessagePrimitive.Attachments components={{ Attachment: MessageAttachment }} />
       </div>
-    </ShareScope>
-  </MessagePrimitive.Root>
-);
+      <div className="bubble user-bubble" data-testid="message-text">
+        <MessagePrimitive.Parts />
+      </div>
+      <ShareScope>
+        <div className="message-footer">
+          <BranchPicker />
+          <ActionBar>
+            <ActionBarPrimitive.Edit className="link" aria-label="Edit">
+              Edit
+            </ActionBarPrimitive.Edit>
+            <ShareButton />
+            <ForkButton />
+          </ActionBar>
+        </div>
+      </ShareScope>
+    </MessagePrimitive.Root>
+  );
+};
 
-const EditComposer: FC = () => (
-  <ComposerPrimitive.Root className="message user edit-composer" data-testid="edit-composer">
-    <div className="composer-attachments">
-      <ComposerPrimitive.Attachments components={{ Attachment: ComposerAttachment }} />
-    </div>
-    <ComposerPrimitive.Input className="composer-input" aria-label="Edit message" autoFocus />
-    <div className="edit-actions">
-      <ComposerPrimitive.Cancel className="button" aria-label="Cancel edit">
-        Cancel
-      </ComposerPrimitive.Cancel>
-      <ComposerPrimitive.Send className="button primary" aria-label="Save and send">
-        Save
-      </ComposerPrimitive.Send>
-    </div>
-  </ComposerPrimitive.Root>
-);
+/** After an edit closes without sending (Escape, Cancel), the focus goes back to its message's Edit button. */
+function refocusEdit(index: number): void {
+  refocusAfterRender(() =>
+    document.querySelector<HTMLButtonElement>(`[data-testid="user-message"][data-index="${index}"] button[aria-label="Edit"]`),
+  );
+}
+
+const EditComposer: FC = () => {
+  const index = useAuiState((s) => s.message.index);
+  return (
+    <ComposerPrimitive.Root
+      className="message user edit-composer"
+      data-testid="edit-composer"
+      onKeyDownCapture={(e) => {
+        if (e.key === "Escape") refocusEdit(index);
+      }}
+    >
+      <div className="composer-attachments">
+        <ComposerPrimitive.Attachments components={{ Attachment: ComposerAttachment }} />
+      </div>
+      <ComposerPrimitive.Input className="composer-input" aria-label="Edit message" autoFocus />
+      <div className="edit-actions">
+        <ComposerPrimitive.Cancel className="button" aria-label="Cancel edit" onClick={() => refocusEdit(index)}>
+          Cancel
+        </ComposerPrimitive.Cancel>
+        <ComposerPrimitive.Send className="button primary" aria-label="Save and send">
+          Save
+        </ComposerPrimitive.Send>
+      </div>
+    </ComposerPrimitive.Root>
+  );
+};
 
 const StatusLine: FC = () => {
   const status = useAuiState((s) => s.message.status);

@@ -44,7 +44,16 @@ export function useThreadlineRuntime(threadId: string) {
   });
 
   // A refused first message (from the welcome page) goes back to the composer.
-  useEffect(() => controller.setDraftSink((text) => runtime.thread.composer.setText(text)), [controller, runtime]);
+  // Its attachments are uploads already: they go back as they are.
+  useEffect(
+    () =>
+      controller.setDraftSink((text, attachments) => {
+        const composer = runtime.thread.composer;
+        composer.setText(text);
+        for (const a of attachments) void composer.addAttachment(a).catch(() => {});
+      }),
+    [controller, runtime],
+  );
   useEffect(() => {
     controller.start();
     return () => controller.stop();
@@ -54,6 +63,7 @@ export function useThreadlineRuntime(threadId: string) {
     runtime,
     notice: chat.notice,
     dismissNotice: controller.dismissNotice,
+    notify: controller.notice,
     running,
     loaded,
     notFound,

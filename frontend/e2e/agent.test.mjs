@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite, keepScreenshot } from "./harness.mjs";
+import { browserSuite, keepScreenshot, onBothViewports } from "./harness.mjs";
 import { assistantMessages, norm, openNewChat, poll, send, seriousViolations, waitIdle } from "./helpers.mjs";
 
 const DEMO = "builtin:demo";
@@ -78,7 +78,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(turn.status.type, "complete");
   });
 
-  test("a stale question: the person sent something else instead, so the old form says so and is gone", async ({ page, ctx }) => {
+  onBothViewports(test, "a stale question: the person sent something else instead, so the old form says so and is gone", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "ask me what to do");
@@ -98,7 +98,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(snap.messages.length, 4, "question, waiting turn, the other message, its reply");
   });
 
-  test("a stale approval: the service moved on elsewhere, Approve is refused in words and the card says so", async ({ page, ctx }) => {
+  onBothViewports(test, "a stale approval: the service moved on elsewhere, Approve is refused in words and the card says so", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "what time is it?");

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite, keepScreenshot } from "./harness.mjs";
+import { browserSuite, keepScreenshot, onBothViewports } from "./harness.mjs";
 import {
   assistantMessages,
   composer,
@@ -38,7 +38,7 @@ const DEMO = "builtin:demo";
 const nodes = (page) => page.getByTestId("branch-tree").getByRole("treeitem");
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
-  test("the branch tree shows every branch and the shown path; Enter and a click show another", async ({ page, ctx }) => {
+  onBothViewports(test, "the branch tree shows every branch and the shown path; Enter and a click show another", async ({ page, ctx, phone }) => {
     const word = `kiwi${randomUUID().slice(0, 6)}`;
     const { threadId, first } = await twoBranches(ctx, word);
     await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
@@ -61,7 +61,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       message: "the head has the focus",
     });
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the branch tree");
-    await keepScreenshot(page, "branch-tree");
+    await keepScreenshot(page, phone ? "branch-tree-phone" : "branch-tree");
 
     // Home goes to the first root; Enter shows its branch.
     await page.keyboard.press("Home");
@@ -158,11 +158,15 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok(snap.messages.some((m) => m.role === "assistant" && textOf(m).includes("84")), `the answer, 84 (model ${def}): ${JSON.stringify(snap.messages.map(textOf))}`);
   });
 
-  test("per-chat settings are kept in the thread's metadata and sent in each run's run_config", async ({ page, ctx }) => {
+  onBothViewports(test, "per-chat settings are kept in the thread's metadata and sent in each run's run_config", async ({ page, ctx, phone }) => {
     const threadId = await openNewChat(page, ctx);
     await page.getByTestId("settings-open").click();
     const panel = page.getByRole("dialog", { name: "Chat settings" });
     await panel.waitFor();
+    // Whole on the screen, on a phone too.
+    const box = await panel.boundingBox();
+    const vw = page.viewportSize().width;
+    assert.ok(box && box.x >= 0 && box.x + box.width <= vw, `the panel within the ${vw} px screen: ${JSON.stringify(box)}`);
     await panel.getByLabel("System prompt").fill("Answer like a pirate.");
     await panel.getByLabel(/Temperature/).fill("3");
     await panel.getByTestId("settings-save").click();
@@ -173,7 +177,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await panel.getByTestId("settings-save").click();
     await panel.getByRole("status").filter({ hasText: "Saved" }).waitFor();
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the settings popover");
-    await keepScreenshot(page, "chat-settings");
+    await keepScreenshot(page, phone ? "chat-settings-phone" : "chat-settings");
     const t = await ctx.service(`/threads/${threadId}`);
     assert.deepEqual(t.body.metadata.chat_settings, { system: "Answer like a pirate.", temperature: 0.4, max_steps: 3 });
     await page.keyboard.press("Escape");
@@ -189,6 +193,8 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     // Kept on reload: read back from the thread's metadata.
     await page.reload();
     await composer(page).waitFor();
+    // The thread loaded before the next send (one made sooner would start a new root).
+    await assistantMessages(page).first().waitFor();
     await poll(async () => norm(await page.getByTestId("settings-open").innerText()) === "Settings (3)", { message: "the settings read back" });
     await send(page, "again");
     await poll(async () => bodies.length === 2, { message: "the second run sent" });

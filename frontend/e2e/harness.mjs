@@ -30,6 +30,25 @@ const CHROMIUM_FLAGS = [
 export const DESKTOP = { width: 1200, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
+/**
+ * The two sizes issue 30 wants each of its items tested at: a desktop
+ * window and a phone (touch, mobile viewport). Pass one's opts to test().
+ */
+export const VIEWPORTS = [
+  { name: "desktop", phone: false, opts: {} },
+  { name: "phone", phone: true, opts: { viewport: PHONE, isMobile: true } },
+];
+
+/**
+ * Registers a test once per viewport: "name (desktop)", "name (phone)";
+ * fn also gets phone (true on the phone run).
+ */
+export function onBothViewports(test, name, fn, opts = {}) {
+  for (const v of VIEWPORTS) {
+    test(`${name} (${v.name})`, (args) => fn({ ...args, phone: v.phone }), { ...opts, ...v.opts });
+  }
+}
+
 const slug = (s) => s.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase();
 
 /** A screenshot a reviewer can look at: e2e/artifacts/<name>.png. */

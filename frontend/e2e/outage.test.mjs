@@ -5,13 +5,13 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite, keepScreenshot } from "./harness.mjs";
+import { browserSuite, keepScreenshot, onBothViewports } from "./harness.mjs";
 import { assistantMessages, norm, poll, seriousViolations } from "./helpers.mjs";
 
 const OUTAGE = "Can't reach the Threadline service. Retrying…";
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
-  test("a reload while the service is down says so everywhere, then recovers by itself", async ({ page, ctx, t }) => {
+  onBothViewports(test, "a reload while the service is down says so everywhere, then recovers by itself", async ({ page, ctx, t, phone }) => {
     if (!ctx.refuseService) return t.skip("needs the harness's relay");
     const threadId = randomUUID();
     await ctx.runDirect(threadId, { message: { content: "Still here after the outage?" }, parent_message_id: null });
@@ -24,6 +24,11 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       await page.reload();
       const notice = page.getByTestId("thread-notice");
       await poll(async () => norm(await notice.innerText()).includes(OUTAGE), { message: "the thread says the service is unreachable" });
+      // On a phone the thread list is the drawer: opened to read it.
+      if (phone) {
+        await page.getByRole("button", { name: "Open the thread list" }).click();
+        await page.getByRole("navigation", { name: "Threads" }).waitFor({ state: "visible" });
+      }
       const sidebarError = page.locator(".sidebar-error");
       await poll(async () => norm(await sidebarError.innerText()) === OUTAGE, { message: "the sidebar says so in words" });
       await poll(async () => norm(await page.getByTestId("models-unavailable").innerText()).includes(OUTAGE), {
@@ -32,7 +37,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       assert.equal(await page.getByText("Ask anything.").count(), 0, "not shown as an empty chat");
       const body = norm(await page.locator("body").innerText());
       assert.doesNotMatch(body, /ECONNREFUSED|127\.0\.0\.1|bad_gateway/, `no raw error on the page: ${body}`);
-      await keepScreenshot(page, "outage");
+      await keepScreenshot(page, phone ? "outage-phone" : "outage");
       assert.deepEqual(await seriousViolations(page), [], "axe-core, the page during an outage");
     } finally {
       ctx.refuseService(false);

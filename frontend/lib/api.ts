@@ -147,7 +147,9 @@ export function announceThreadsChanged(): void {
 }
 
 /** The welcome page's handoff of the first message to the chat page. */
-export type Handoff = { messageId: string; text: string };
+/** An attachment of the handoff: a stored upload, as the composer had it (JSON-safe). */
+export type HandoffAttachment = { id: string; type: string; name: string; contentType?: string; content: unknown[] };
+export type Handoff = { messageId: string; text: string; attachments?: HandoffAttachment[] };
 export const handoffKey = (threadId: string) => `threadline:handoff:${threadId}`;
 
 export type ModelInfo = { name: string; provider?: string; model?: string; configured?: boolean; default?: boolean };

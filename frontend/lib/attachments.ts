@@ -6,9 +6,10 @@
 // limit (GET /limits, read once) is refused before it is sent.
 
 import type { AttachmentAdapter, CompleteAttachment, PendingAttachment, ThreadUserMessagePart } from "@assistant-ui/react";
-import { getLimits, uploadAttachment } from "./api";
+import { getLimits, uploadAttachment, type HandoffAttachment } from "./api";
 import { describeError } from "./errors";
 import { attachRefusal, type Limits } from "./limits";
+export { typeRefusal } from "./limits";
 import type { RunError } from "./reducer";
 
 /** What the service takes by default (api.DefaultAttachmentTypes). */
@@ -97,4 +98,20 @@ export class UploadAttachmentAdapter implements AttachmentAdapter {
   remove(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** A sent message's attachments as the welcome page hands them to the chat page. */
+export function toHandoffAttachments(list: readonly CompleteAttachment[] | undefined): HandoffAttachment[] {
+  return (list ?? []).map((a) => ({
+    id: a.id,
+    type: a.type,
+    name: a.name,
+    ...(a.contentType ? { contentType: a.contentType } : {}),
+    content: [...(a.content ?? [])],
+  }));
+}
+
+/** The handed-over attachments as the runtime's complete attachments. */
+export function fromHandoffAttachments(list: readonly HandoffAttachment[] | undefined): CompleteAttachment[] {
+  return (list ?? []).map((a) => ({ ...a, content: a.content as ThreadUserMessagePart[], status: { type: "complete" } }));
 }

@@ -19,6 +19,7 @@ import {
   startRunStream,
   type Handoff,
 } from "./api";
+import { fromHandoffAttachments } from "./attachments";
 import { describeError } from "./errors";
 import { OUTAGE, OUTAGE_CODE, backoff, isOutage } from "./outage";
 import { readNdjson } from "./ndjson";
@@ -118,7 +119,7 @@ export class ThreadController {
   /** Failed attempts to reach the service in a row, for the backoff. */
   private outages = 0;
   /** Gives a refused first message (from the welcome page) to the composer. */
-  private returnDraft: ((text: string) => void) | null = null;
+  private returnDraft: ((text: string, attachments: readonly CompleteAttachment[]) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
 
@@ -158,12 +159,14 @@ export class ThreadController {
     const handoff = takeHandoff(this.threadId);
     if (handoff) {
       this.setLoaded();
-      const message = optimisticUser(handoff.messageId, handoff.text, []);
-      this.run({ message: { id: handoff.messageId, content: handoff.text }, parent_message_id: null }, { message, parentId: null }).catch(
+      const attachments = fromHandoffAttachments(handoff.attachments);
+      const message = optimisticUser(handoff.messageId, handoff.text, attachments);
+      const ids = attachments.length ? { attachments: attachments.map((a) => ({ id: a.id })) } : {};
+      this.run({ message: { id: handoff.messageId, content: handoff.text, ...ids }, parent_message_id: null }, { message, parentId: null }).catch(
         () => {
           // Nothing took the text yet: it goes back to the composer for a Retry.
           this.refused = { id: handoff.messageId, text: handoff.text, parentId: null };
-          this.returnDraft?.(handoff.text);
+          this.returnDraft?.(handoff.text, attachments);
         },
       );
       return;
@@ -177,7 +180,7 @@ export class ThreadController {
   }
 
   /** Where a refused first message goes (the composer); returns the unsetter. */
-  setDraftSink(sink: (text: string) => void): () => void {
+  setDraftSink(sink: (text: string, attachments: readonly CompleteAttachment[]) => void): () => void {
     this.returnDraft = sink;
     return () => {
       if (this.returnDraft === sink) this.returnDraft = null;

@@ -40,3 +40,20 @@ export function attachRefusal(file: { name: string; size: number }, limits: Limi
   }
   return { code: "too_large", message: `Could not attach ${file.name}: it is ${size}, over the ${limit} limit.` };
 }
+
+/** The kinds of file the service takes, in words (api.DefaultAttachmentTypes). */
+export const ACCEPTED_IN_WORDS = "images (PNG, JPEG, GIF, WebP) and text, Markdown, CSV, JSON or PDF files";
+
+/**
+ * Why a file of contentType was refused before it was uploaded (assistant-ui
+ * checks the adapter's accept list and names no file): a sentence, not the
+ * runtime's list of MIME types.
+ */
+export function typeRefusal(contentType: string | undefined, name?: string): RunError {
+  const what = name ? `Could not attach ${name}` : "Could not attach that file";
+  const kind = contentType ? ` (${contentType})` : "";
+  return {
+    code: "unsupported_type",
+    message: `${what}: files of this kind${kind} cannot be attached. You can attach ${ACCEPTED_IN_WORDS}.`,
+  };
+}

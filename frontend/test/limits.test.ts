@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { attachRefusal, formatBytes, type Limits } from "../lib/limits";
+import { attachRefusal, formatBytes, typeRefusal, type Limits } from "../lib/limits";
 
 const limits: Limits = {
   max_body_bytes: 1 << 20,
@@ -37,4 +37,14 @@ test("attachRefusal refuses only a file over the upload limit", () => {
     attachRefusal({ name: "big.png", size: 11 << 20 }, limits)?.message,
     "Could not attach big.png: it is 11 MiB, over the 10 MiB limit.",
   );
+});
+
+test("typeRefusal says in words what can be attached", () => {
+  const got = typeRefusal("application/zip", "a.zip");
+  assert.equal(got.code, "unsupported_type");
+  assert.equal(
+    got.message,
+    "Could not attach a.zip: files of this kind (application/zip) cannot be attached. You can attach images (PNG, JPEG, GIF, WebP) and text, Markdown, CSV, JSON or PDF files.",
+  );
+  assert.match(typeRefusal(undefined).message, /^Could not attach that file: files of this kind cannot be attached\./);
 });
