@@ -45,6 +45,8 @@ function serverToolNames(): Promise<string[] | null> {
 export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
 
 const MAX_RESYNC = 6;
+/** How long a send made before the thread loaded waits for it. */
+const SEND_LOAD_WAIT_MS = 15_000;
 
 /** Why an answer to a waiting turn was not taken: the conversation went on below it. */
 export const STALE_TURN = "This question was not answered; the conversation moved on.";
@@ -122,6 +124,8 @@ export class ThreadController {
   private returnDraft: ((text: string, attachments: readonly CompleteAttachment[]) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
+  /** Sends made before the thread loaded, waiting for it. */
+  private loadWaiters: (() => void)[] = [];
 
   constructor(readonly threadId: string) {}
 
@@ -152,6 +156,23 @@ export class ThreadController {
 
   private setLoaded(): void {
     if (!this.state.loaded) this.setState({ ...this.state, loaded: true });
+    for (const w of this.loadWaiters.splice(0)) w();
+  }
+
+  /** Resolves true once the thread is loaded, false after ms without it. */
+  private whenLoaded(ms: number): Promise<boolean> {
+    if (this.state.loaded) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.loadWaiters = this.loadWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, ms);
+      this.loadWaiters.push(done);
+    });
   }
 
   /** Starts the page: the welcome page's handoff, else the snapshot and a rejoin. */
@@ -202,8 +223,15 @@ export class ThreadController {
   send = async (message: AppendMessage): Promise<void> => {
     const text = textOf(message);
     const attachments = message.attachments ?? [];
-    const parentId = message.parentId ?? null;
+    let parentId = message.parentId ?? null;
     const sourceId = message.sourceId ?? null;
+    if (!this.state.loaded) {
+      // Sent right after a reload, before the thread is in: the composer
+      // saw no messages, so its parent says nothing. The message answers
+      // the shown branch once it is loaded, not a new root.
+      if (!(await this.whenLoaded(SEND_LOAD_WAIT_MS))) throw new MessageNotSentError();
+      if (parentId === null && !sourceId) parentId = this.state.chat.repository.headId;
+    }
     // A retry of the refused message is the same request: same message id.
     const r = this.refused;
     const id = r && !sourceId && r.text === text && r.parentId === parentId ? r.id : newId();
