@@ -124,7 +124,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a stale approval");
   });
 
-  test("a tool call: calculator's arguments and result inside the one reply that answers", async ({ page, ctx }) => {
+  onBothViewports(test, "a tool call: calculator's arguments and result inside the one reply that answers", async ({ page, ctx }) => {
     const threadId = await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "what is 12*7?");
@@ -151,7 +151,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(await toolCall(page, "calculator").getAttribute("data-state"), "done");
   });
 
-  test("a plan: reasoning collapsed, then a checklist whose tasks tick as they finish", async ({ page, ctx }) => {
+  onBothViewports(test, "a plan: reasoning collapsed, then a checklist whose tasks tick as they finish", async ({ page, ctx }) => {
     await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "make a plan to repaint the kitchen");
@@ -200,7 +200,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a file list");
   });
 
-  test("a reload during a tool call rejoins it and sees it finish", async ({ page, ctx }) => {
+  onBothViewports(test, "a reload during a tool call rejoins it and sees it finish", async ({ page, ctx }) => {
     await openNewChat(page, ctx);
     await useDemo(page);
     await send(page, "please wait 3 seconds");

@@ -5,15 +5,22 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite } from "./harness.mjs";
+import { browserSuite, onBothViewports } from "./harness.mjs";
 import { assistantMessages, norm, openNewChat, poll, send, seriousViolations, stopButton, waitIdle } from "./helpers.mjs";
 
 const toolCall = (page, tool) => assistantMessages(page).last().locator(`[data-testid=tool-call][data-tool=${tool}]`);
 
+/** On a phone the thread list is the drawer: opened to read it. */
+async function openThreadList(page, phone) {
+  if (!phone) return;
+  await page.getByRole("button", { name: "Open the thread list" }).click();
+  await page.getByRole("navigation", { name: "Threads" }).waitFor({ state: "visible" });
+}
+
 const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
-  test("a first reply stopped by the person still names the thread, in the sidebar and the tab", async ({ page, ctx }) => {
+  onBothViewports(test, "a first reply stopped by the person still names the thread, in the sidebar and the tab", async ({ page, ctx, phone }) => {
     const threadId = await openNewChat(page, ctx);
     await page.evaluate(() => window.localStorage.setItem("threadline:model", "builtin:demo"));
     await send(page, "please wait 20 seconds");
@@ -22,16 +29,18 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await waitIdle(page);
     const snap = await ctx.snapshot(threadId);
     assert.equal(snap.messages.at(-1).status.reason, "cancelled", "the reply was stopped");
+    await openThreadList(page, phone);
     const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
     await poll(async () => norm(await item.innerText()).includes("please wait 20 seconds"), { message: "the title in the sidebar" });
     await poll(async () => (await page.title()) === "please wait 20 seconds · Threadline", { message: "the tab title, no reload" });
   });
 
-  test("the tab follows a rename; the open thread's long title ends before its buttons", async ({ page, ctx }) => {
+  onBothViewports(test, "the tab follows a rename; the open thread's long title ends before its buttons", async ({ page, ctx, phone }) => {
     const threadId = randomUUID();
     await ctx.runDirect(threadId, { message: { content: "Rename me" }, parent_message_id: null });
     await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
     await poll(async () => (await page.title()) === "Rename me · Threadline", { message: "the first tab title" });
+    await openThreadList(page, phone);
     const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
     await item.hover();
     await item.getByRole("button", { name: "Rename" }).click();
@@ -40,7 +49,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await item.getByLabel("Thread title").press("Enter");
     await poll(async () => (await page.title()) === `${long} · Threadline`, { message: "the tab follows the rename" });
     // Away from the pointer: the open thread's buttons still show, beside its title.
-    await page.mouse.move(900, 700);
+    if (!phone) await page.mouse.move(900, 700);
     const title = await item.locator(".thread-title").boundingBox();
     for (const name of ["Rename", "Delete"]) {
       const button = await item.getByRole("button", { name }).boundingBox();
@@ -51,7 +60,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.deepEqual(await seriousViolations(page), [], "axe-core, a renamed open thread");
   });
 
-  test("a reply's model, time and tokens line sits right under the reply, on its own row", async ({ page, ctx }) => {
+  onBothViewports(test, "a reply's model, time and tokens line sits right under the reply, on its own row", async ({ page, ctx }) => {
     const threadId = randomUUID();
     await ctx.runDirect(threadId, { message: { content: "hello there" }, parent_message_id: null });
     await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
