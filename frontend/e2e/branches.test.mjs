@@ -85,7 +85,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await poll(async () => !(await ctx.snapshot(threadId)).messages.some((m) => m.id === first), { message: "the head stored again" });
   });
 
-  test("a regenerate makes a new branch with visibly different text, and the tree shows it", async ({ page, ctx }) => {
+  onBothViewports(test, "a regenerate makes a new branch with visibly different text, and the tree shows it", async ({ page, ctx }) => {
     await openNewChat(page, ctx);
     await page.getByLabel("Model", { exact: true }).selectOption(DEMO);
     await send(page, "hello");
@@ -101,7 +101,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal(await replies.count(), 2, "both replies in the tree, as siblings");
   });
 
-  test("fork into a new chat copies the path up to the message", async ({ page, ctx }) => {
+  onBothViewports(test, "fork into a new chat copies the path up to the message", async ({ page, ctx }) => {
     const word = `fig${randomUUID().slice(0, 6)}`;
     const { threadId } = await twoBranches(ctx, word);
     await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
@@ -123,7 +123,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.equal((await ctx.snapshot(forkId)).messages.length, 3);
   });
 
-  test("starter prompts send; a model without its key is explained before sending", async ({ page, ctx }) => {
+  onBothViewports(test, "starter prompts send; a model without its key is explained before sending", async ({ page, ctx, phone }) => {
     await page.goto(`${ctx.baseUrl}/welcome`);
     const starters = page.getByTestId("starter");
     await starters.first().waitFor();
@@ -142,7 +142,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await note.waitFor();
     assert.match(norm(await note.innerText()), /needs-key is not configured.*a reply will fail/);
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the welcome page with starters and the note");
-    await keepScreenshot(page, "welcome-starters");
+    await keepScreenshot(page, phone ? "welcome-starters-phone" : "welcome-starters");
     await picker.selectOption("markdown");
     await note.waitFor({ state: "detached" });
     // The demo model answers the starter (with the calculator tool).

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { browserSuite } from "./harness.mjs";
+import { browserSuite, onBothViewports } from "./harness.mjs";
 import {
   norm,
   openNewChat,
@@ -45,10 +45,15 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     await toast.waitFor({ state: "detached" });
   });
 
-  test("Undo brings a deleted thread back, and the service never deletes it", async ({ page, ctx }) => {
+  onBothViewports(test, "Undo brings a deleted thread back, and the service never deletes it", async ({ page, ctx, phone }) => {
     const threadId = randomUUID();
     await ctx.runDirect(threadId, { message: { content: "Keep me after all" }, parent_message_id: null });
     await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
+    if (phone) {
+      // On a phone the thread list is the drawer.
+      await page.getByRole("button", { name: "Open the thread list" }).click();
+      await page.getByRole("navigation", { name: "Threads" }).waitFor({ state: "visible" });
+    }
     const item = page.locator(`[data-testid=thread-item][data-thread-id="${threadId}"]`);
     await item.hover();
     await item.getByRole("button", { name: "Delete" }).click();

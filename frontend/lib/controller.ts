@@ -125,7 +125,7 @@ export class ThreadController {
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
   /** Sends made before the thread loaded, waiting for it. */
-  private loadWaiters: (() => void)[] = [];
+  private loadWaiters: ((ok: boolean) => void)[] = [];
 
   constructor(readonly threadId: string) {}
 
@@ -156,16 +156,24 @@ export class ThreadController {
 
   private setLoaded(): void {
     if (!this.state.loaded) this.setState({ ...this.state, loaded: true });
-    for (const w of this.loadWaiters.splice(0)) w();
+    for (const w of this.loadWaiters.splice(0)) w(true);
   }
 
-  /** Resolves true once the thread is loaded, false after ms without it. */
+  /** A load attempt failed: sends waiting for it go on without it. */
+  private loadFailed(): void {
+    for (const w of this.loadWaiters.splice(0)) w(false);
+  }
+
+  /**
+   * Resolves true once the thread is loaded; false when a load attempt
+   * fails or after ms without it.
+   */
   private whenLoaded(ms: number): Promise<boolean> {
     if (this.state.loaded) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (ok: boolean) => {
         clearTimeout(timer);
-        resolve(true);
+        resolve(ok);
       };
       const timer = setTimeout(() => {
         this.loadWaiters = this.loadWaiters.filter((w) => w !== done);
@@ -225,12 +233,12 @@ export class ThreadController {
     const attachments = message.attachments ?? [];
     let parentId = message.parentId ?? null;
     const sourceId = message.sourceId ?? null;
-    if (!this.state.loaded) {
-      // Sent right after a reload, before the thread is in: the composer
-      // saw no messages, so its parent says nothing. The message answers
-      // the shown branch once it is loaded, not a new root.
-      if (!(await this.whenLoaded(SEND_LOAD_WAIT_MS))) throw new MessageNotSentError();
-      if (parentId === null && !sourceId) parentId = this.state.chat.repository.headId;
+    if (!this.state.loaded && (await this.whenLoaded(SEND_LOAD_WAIT_MS)) && parentId === null && !sourceId) {
+      // Sent right after a reload, before the thread was in: the composer
+      // saw no messages, so its parent said nothing. The message answers
+      // the shown branch, not a new root. (When the load fails the send
+      // goes as it was, and fails or succeeds in words of its own.)
+      parentId = this.state.chat.repository.headId;
     }
     // A retry of the refused message is the same request: same message id.
     const r = this.refused;
@@ -487,6 +495,7 @@ export class ThreadController {
       snapshot = await getSnapshot(this.threadId);
     } catch (err) {
       if (gen !== this.generation) return;
+      this.loadFailed();
       if (isOutage(err)) return this.waitOutOutage(gen);
       if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
       this.dispatch({ type: "stream_lost", error: describeError(err) });
