@@ -1,46 +1,12 @@
 package model_test
 
 import (
-	"context"
-	"testing"
-
-	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/model/internal/modeltest"
 )
 
-// Helpers shared by this package's tests (copies of model/builtin's).
-
-func userReq(text string, call int64) thread.ModelRequest {
-	return thread.ModelRequest{Call: call, Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "be brief"}}},
-		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier question"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier answer"}}},
-		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: text}}},
-	}}
-}
-
-// streamText calls m as a chat call does: the text deltas reach on, other
-// deltas are dropped.
-func streamText(m thread.Model, ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
-	return m.Stream(ctx, req, textOf(on))
-}
-
-// textOf passes the text deltas of a reply to on.
-func textOf(on func(string) error) func(thread.Delta) error {
-	return func(d thread.Delta) error {
-		if d.Kind != thread.DeltaText || d.Text == "" {
-			return nil
-		}
-		return on(d.Text)
-	}
-}
-
-func collect(t *testing.T, m thread.Model, ctx context.Context, req thread.ModelRequest) ([]string, thread.ModelResult, error) {
-	t.Helper()
-	var toks []string
-	res, err := streamText(m, ctx, req, func(s string) error {
-		toks = append(toks, s)
-		return nil
-	})
-	return toks, res, err
-}
+// The helpers every model test shares (model/internal/modeltest).
+var (
+	userReq    = modeltest.UserReq
+	streamText = modeltest.StreamText
+	collect    = modeltest.Collect
+)

@@ -1,42 +1,22 @@
 package provider_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/model/internal/modeltest"
+
 	"github.com/threadline/threadline/model"
-	"github.com/threadline/threadline/thread"
 )
 
-// Helpers shared by this package's tests (copies of model/builtin's).
-
-func userReq(text string, call int64) thread.ModelRequest {
-	return thread.ModelRequest{Call: call, Messages: []thread.ModelMessage{
-		{Role: checkpoint.RoleSystem, Parts: []thread.ModelPart{{Type: "text", Text: "be brief"}}},
-		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier question"}}},
-		{Role: checkpoint.RoleAssistant, Parts: []thread.ModelPart{{Type: "text", Text: "an earlier answer"}}},
-		{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: text}}},
-	}}
-}
-
-// streamText calls m as a chat call does: the text deltas reach on, other
-// deltas are dropped.
-func streamText(m thread.Model, ctx context.Context, req thread.ModelRequest, on func(string) error) (thread.ModelResult, error) {
-	return m.Stream(ctx, req, textOf(on))
-}
-
-// textOf passes the text deltas of a reply to on.
-func textOf(on func(string) error) func(thread.Delta) error {
-	return func(d thread.Delta) error {
-		if d.Kind != thread.DeltaText || d.Text == "" {
-			return nil
-		}
-		return on(d.Text)
-	}
-}
+// The helpers every model test shares (model/internal/modeltest).
+var (
+	userReq    = modeltest.UserReq
+	streamText = modeltest.StreamText
+	textOf     = modeltest.TextOf
+	collect    = modeltest.Collect
+)
 
 func envFunc(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
@@ -61,13 +41,3 @@ func newRegistry(t *testing.T, vars map[string]string) *model.Registry {
 }
 
 // streamErr runs a model on a small request and returns its error.
-
-func collect(t *testing.T, m thread.Model, ctx context.Context, req thread.ModelRequest) ([]string, thread.ModelResult, error) {
-	t.Helper()
-	var toks []string
-	res, err := streamText(m, ctx, req, func(s string) error {
-		toks = append(toks, s)
-		return nil
-	})
-	return toks, res, err
-}
