@@ -45,8 +45,6 @@ function serverToolNames(): Promise<string[] | null> {
 export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
 
 const MAX_RESYNC = 6;
-/** How long a send made before the thread loaded waits for it. */
-const SEND_LOAD_WAIT_MS = 15_000;
 
 /** Why an answer to a waiting turn was not taken: the conversation went on below it. */
 export const STALE_TURN = "This question was not answered; the conversation moved on.";
@@ -124,8 +122,6 @@ export class ThreadController {
   private returnDraft: ((text: string, attachments: readonly CompleteAttachment[]) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
-  /** Sends made before the thread loaded, waiting for it. */
-  private loadWaiters: ((ok: boolean) => void)[] = [];
 
   constructor(readonly threadId: string) {}
 
@@ -156,31 +152,6 @@ export class ThreadController {
 
   private setLoaded(): void {
     if (!this.state.loaded) this.setState({ ...this.state, loaded: true });
-    for (const w of this.loadWaiters.splice(0)) w(true);
-  }
-
-  /** A load attempt failed: sends waiting for it go on without it. */
-  private loadFailed(): void {
-    for (const w of this.loadWaiters.splice(0)) w(false);
-  }
-
-  /**
-   * Resolves true once the thread is loaded; false when a load attempt
-   * fails or after ms without it.
-   */
-  private whenLoaded(ms: number): Promise<boolean> {
-    if (this.state.loaded) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        resolve(ok);
-      };
-      const timer = setTimeout(() => {
-        this.loadWaiters = this.loadWaiters.filter((w) => w !== done);
-        resolve(false);
-      }, ms);
-      this.loadWaiters.push(done);
-    });
   }
 
   /** Starts the page: the welcome page's handoff, else the snapshot and a rejoin. */
@@ -231,15 +202,8 @@ export class ThreadController {
   send = async (message: AppendMessage): Promise<void> => {
     const text = textOf(message);
     const attachments = message.attachments ?? [];
-    let parentId = message.parentId ?? null;
+    const parentId = message.parentId ?? null;
     const sourceId = message.sourceId ?? null;
-    if (!this.state.loaded && (await this.whenLoaded(SEND_LOAD_WAIT_MS)) && parentId === null && !sourceId) {
-      // Sent right after a reload, before the thread was in: the composer
-      // saw no messages, so its parent said nothing. The message answers
-      // the shown branch, not a new root. (When the load fails the send
-      // goes as it was, and fails or succeeds in words of its own.)
-      parentId = this.state.chat.repository.headId;
-    }
     // A retry of the refused message is the same request: same message id.
     const r = this.refused;
     const id = r && !sourceId && r.text === text && r.parentId === parentId ? r.id : newId();
@@ -495,7 +459,6 @@ export class ThreadController {
       snapshot = await getSnapshot(this.threadId);
     } catch (err) {
       if (gen !== this.generation) return;
-      this.loadFailed();
       if (isOutage(err)) return this.waitOutOutage(gen);
       if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
       this.dispatch({ type: "stream_lost", error: describeError(err) });
