@@ -10,10 +10,10 @@ import {
   type ThreadMessage,
   type ThreadMessageLike,
 } from "@assistant-ui/react";
-import type { AnswerRefusal, RunError } from "./reducer";
+import type { AnswerRefusal, ChatState, RunError, SubagentState } from "./reducer";
 import { CLIENT_TOOL_NAMES } from "./tools";
-import { runIdOf } from "./reducer";
-import type { WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
+import { runIdOf, subagentKey, visiblePath } from "./reducer";
+import type { SubagentRef, WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
 
 type Errors = Readonly<Record<string, RunError>>;
 
@@ -123,11 +123,12 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * server tool waits for an approval: it gets one, addressed by its call id,
  * unless the service sent its own.
  */
-function toolCallPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+function toolCallPart(p: WireMessagePart, waiting: boolean, subagents: Subagents): AssistantPart | null {
   const c = p as Partial<WireToolCallPart>;
   if (typeof c.toolCallId !== "string" || typeof c.toolName !== "string") return null;
   const argsText = typeof c.argsText === "string" ? c.argsText : c.args ? JSON.stringify(c.args) : "";
   const answered = "result" in c && c.result !== undefined;
+  const sub = subagents[c.toolCallId];
   return {
     type: "tool-call",
     toolCallId: c.toolCallId,
@@ -136,7 +137,51 @@ function toolCallPart(p: WireMessagePart, waiting: boolean): AssistantPart | nul
     args: (isRecord(c.args) ? c.args : {}) as ToolArgs,
     ...(answered ? { result: c.result, isError: c.isError === true } : {}),
     ...approvalOf(c, waiting && !answered),
+    // A sub-agent's conversation, for MessagePartPrimitive.Messages.
+    ...(sub ? { messages: childMessages(sub.chat) } : {}),
   };
+}
+
+/** A message's sub-agents by tool call id. */
+type Subagents = Readonly<Record<string, SubagentState>>;
+
+const noSubagents: Subagents = {};
+
+/** The child's visible conversation as ThreadMessages (its own sub-agents nested in turn). */
+function childMessages(chat: ChatState): ThreadMessage[] {
+  const path = visiblePath(chat.repository);
+  return path.map((m, i) => convert(m, i === 0 ? null : path[i - 1]!.id, chat.errors, { stale: false, refusal: undefined }, subagentsOf(m, chat.subagents)));
+}
+
+/** The sub-agents of a message's delegate calls, from the state's map. */
+function subagentsOf(message: WireMessage, all: Readonly<Record<string, SubagentState>>): Subagents {
+  if (message.role !== "assistant" || !Array.isArray(message.content)) return noSubagents;
+  let out: Record<string, SubagentState> | null = null;
+  for (const p of message.content) {
+    if (p.type !== "tool-call") continue;
+    const id = (p as { toolCallId?: unknown }).toolCallId;
+    if (typeof id !== "string") continue;
+    const sub = all[subagentKey(message.id, id)];
+    if (sub) (out ??= {})[id] = sub;
+  }
+  return out ?? noSubagents;
+}
+
+/**
+ * Where each delegate call's child lives, by tool call id (message
+ * metadata.custom.subagents): the card links to the child thread and loads
+ * it after a reload.
+ */
+function subagentRefs(content: WireMessagePart[], subagents: Subagents): Record<string, SubagentRef> | null {
+  let out: Record<string, SubagentRef> | null = null;
+  for (const p of content) {
+    const c = p as Partial<WireToolCallPart>;
+    if (p.type !== "tool-call" || typeof c.toolCallId !== "string") continue;
+    const sub = subagents[c.toolCallId];
+    const ref = c.subagent && typeof c.subagent.thread_id === "string" ? c.subagent : sub ? { thread_id: sub.threadId, run_id: sub.runId } : null;
+    if (ref) (out ??= {})[c.toolCallId] = { thread_id: ref.thread_id, run_id: ref.run_id };
+  }
+  return out;
 }
 
 function approvalOf(c: Partial<WireToolCallPart>, waiting: boolean): { approval?: WireToolCallPart["approval"] } {
@@ -146,7 +191,7 @@ function approvalOf(c: Partial<WireToolCallPart>, waiting: boolean): { approval?
 }
 
 /** One wire part of an assistant message as assistant-ui renders it, or null. */
-function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+function assistantPart(p: WireMessagePart, waiting: boolean, subagents: Subagents): AssistantPart | null {
   const x = p as Record<string, unknown>;
   switch (p.type) {
     case "text":
@@ -157,7 +202,7 @@ function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | nu
       // assistant-ui only renders images with data:, https: or blob: sources.
       return isImage(p) && /^(data:|https:|blob:)/i.test(p.image) ? { type: "image", image: p.image } : null;
     case "tool-call":
-      return toolCallPart(p, waiting);
+      return toolCallPart(p, waiting, subagents);
     case "data":
       return typeof x.name === "string" ? { type: "data", name: x.name, data: x.data } : null;
     case "source":
@@ -176,11 +221,11 @@ function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | nu
  * appears, as its latest version: each `plan` data part restates the whole
  * plan with its tasks' progress.
  */
-function assistantParts(content: WireMessagePart[], waiting: boolean): AssistantPart[] {
+function assistantParts(content: WireMessagePart[], waiting: boolean, subagents: Subagents): AssistantPart[] {
   const out: AssistantPart[] = [];
   let planAt = -1;
   for (const p of content) {
-    const part = assistantPart(p, waiting);
+    const part = assistantPart(p, waiting, subagents);
     if (!part) continue;
     if (part.type === "data" && part.name === "plan") {
       if (planAt >= 0) {
@@ -201,7 +246,12 @@ function assistantParts(content: WireMessagePart[], waiting: boolean): Assistant
  */
 export type TurnView = { stale?: boolean; refusal?: AnswerRefusal | undefined };
 
-export function toMessageLike(message: WireMessage, errors: Errors, view: TurnView = {}): ThreadMessageLike {
+/**
+ * A wire message as assistant-ui's ThreadMessageLike. subagents: the
+ * children of its delegate calls by tool call id (their conversations
+ * become the calls' `messages`).
+ */
+export function toMessageLike(message: WireMessage, errors: Errors, view: TurnView = {}, subagents: Subagents = noSubagents): ThreadMessageLike {
   const custom = { ...(message.metadata?.custom ?? {}) };
   const runId = runIdOf(message);
   if (runId) custom.runId = runId;
@@ -213,7 +263,10 @@ export function toMessageLike(message: WireMessage, errors: Errors, view: TurnVi
   switch (message.role) {
     case "assistant": {
       const status = toStatus(message, errors);
-      return { ...base, role: "assistant", content: assistantParts(content, message.status?.type === "requires-action" && !view.stale), ...(status ? { status } : {}), metadata: { custom } };
+      const refs = subagentRefs(content, subagents);
+      if (refs) custom.subagents = refs;
+      const parts = assistantParts(content, message.status?.type === "requires-action" && !view.stale, subagents);
+      return { ...base, role: "assistant", content: parts, ...(status ? { status } : {}), metadata: { custom } };
     }
     case "system": {
       const text = content.filter(isText).map((p) => p.text).join("");
@@ -230,17 +283,38 @@ export function toMessageLike(message: WireMessage, errors: Errors, view: TurnVi
   }
 }
 
-type Cached = { errors: RunError | undefined; stale: boolean; refusal: AnswerRefusal | undefined; message: ThreadMessage };
+type Cached = {
+  errors: RunError | undefined;
+  stale: boolean;
+  refusal: AnswerRefusal | undefined;
+  subagents: Subagents;
+  message: ThreadMessage;
+};
 const cache = new WeakMap<WireMessage, Cached>();
 
-function convert(message: WireMessage, parentId: string | null, errors: Errors, view: { stale: boolean; refusal: AnswerRefusal | undefined }): ThreadMessage {
+/** Whether two sub-agent maps hold the same children (same states). */
+function sameSubagents(a: Subagents, b: Subagents): boolean {
+  if (a === b) return true;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}
+
+function convert(
+  message: WireMessage,
+  parentId: string | null,
+  errors: Errors,
+  view: { stale: boolean; refusal: AnswerRefusal | undefined },
+  subagents: Subagents = noSubagents,
+): ThreadMessage {
   const runId = runIdOf(message);
   const err = runId ? errors[runId] : undefined;
   const hit = cache.get(message);
-  if (hit && hit.errors === err && hit.stale === view.stale && hit.refusal === view.refusal) return hit.message;
-  const [item] = ExportedMessageRepository.fromBranchableArray([{ message: toMessageLike(message, errors, view), parentId }])
+  if (hit && hit.errors === err && hit.stale === view.stale && hit.refusal === view.refusal && sameSubagents(hit.subagents, subagents)) {
+    return hit.message;
+  }
+  const [item] = ExportedMessageRepository.fromBranchableArray([{ message: toMessageLike(message, errors, view, subagents), parentId }])
     .messages;
-  cache.set(message, { errors: err, stale: view.stale, refusal: view.refusal, message: item!.message });
+  cache.set(message, { errors: err, stale: view.stale, refusal: view.refusal, subagents, message: item!.message });
   return item!.message;
 }
 
@@ -258,15 +332,19 @@ export function toExportedRepository(
   repo: WireRepository,
   errors: Errors,
   refusals: Readonly<Record<string, AnswerRefusal>> = {},
+  subagents: Readonly<Record<string, SubagentState>> = {},
 ): ExportedMessageRepository {
   const parents = new Set(repo.messages.map((m) => m.parentId));
   return {
     headId: repo.headId,
     messages: repo.messages.map(({ message, parentId }) => ({
-      message: convert(message, parentId, errors, {
-        stale: staleWaiting(message, parents),
-        refusal: refusals[message.id],
-      }),
+      message: convert(
+        message,
+        parentId,
+        errors,
+        { stale: staleWaiting(message, parents), refusal: refusals[message.id] },
+        subagentsOf(message, subagents),
+      ),
       parentId,
     })),
   };

@@ -16,6 +16,10 @@
 //   tool_result answers its call, data appends a part;
 // - the last snapshot of a run (run_status not "running") is authoritative:
 //   it replaces everything, and later events of that run are dropped;
+// - a subagent event (a delegate call's child run) counts in the parent run's
+//   sequence like any other; the child's own event it carries is folded by
+//   this same reducer into the child's state, kept per call (`subagents`),
+//   with the child's run and sequences;
 // - an error event not_found ends a run whose thread was deleted (there is no
 //   final snapshot): the page says so (deleted) and later events are dropped.
 
@@ -27,6 +31,7 @@ import type {
   RunEvent,
   RunStatus,
   SnapshotEvent,
+  SubagentEvent,
   ThreadSnapshot,
   TokenEvent,
   ToolCallEvent,
@@ -48,6 +53,17 @@ export type FollowedRun = {
 /** An error to show; `retry` when a Retry of the kept draft makes sense. */
 export type RunError = { code: string; message: string; retry?: boolean };
 
+/**
+ * A delegate call's sub-agent: its child thread and run, and the child's
+ * conversation as this reducer folds it (a ChatState of its own).
+ */
+export type SubagentState = { threadId: string; runId: string; chat: ChatState };
+
+/** The key of a delegate call in ChatState.subagents. */
+export function subagentKey(messageId: string, toolCallId: string): string {
+  return `${messageId} ${toolCallId}`;
+}
+
 /** The service refused the page's answer to a waiting turn; n counts refusals. */
 export type AnswerRefusal = { n: number; message: string };
 
@@ -67,6 +83,8 @@ export type ChatState = {
   deleted: boolean;
   /** Refused answers to waiting turns, by the turn's message id. */
   refusals: Readonly<Record<string, AnswerRefusal>>;
+  /** Sub-agents by subagentKey(message id, tool call id). */
+  subagents: Readonly<Record<string, SubagentState>>;
 };
 
 export type ChatAction =
@@ -84,7 +102,9 @@ export type ChatAction =
   | { type: "notice"; error: RunError }
   /** The service refused an answer to the waiting turn messageId. */
   | { type: "answer_refused"; messageId: string; message: string }
-  | { type: "dismiss_notice" };
+  | { type: "dismiss_notice" }
+  /** A sub-agent's thread as loaded (GET /threads/{child}/messages): after a reload, or to settle its end. */
+  | { type: "subagent_load"; messageId: string; toolCallId: string; threadId: string; runId: string; snapshot: ThreadSnapshot };
 
 export const emptyRepository: WireRepository = { headId: null, messages: [] };
 
@@ -97,6 +117,7 @@ export const initialChatState: ChatState = {
   notice: null,
   deleted: false,
   refusals: {},
+  subagents: {},
 };
 
 export function isRunning(state: ChatState): boolean {
@@ -143,7 +164,43 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       const n = (state.refusals[action.messageId]?.n ?? 0) + 1;
       return { ...state, refusals: { ...state.refusals, [action.messageId]: { n, message: action.message } } };
     }
+    case "subagent_load":
+      return applySubagentLoad(state, action);
   }
+}
+
+function applySubagentLoad(state: ChatState, action: Extract<ChatAction, { type: "subagent_load" }>): ChatState {
+  const key = subagentKey(action.messageId, action.toolCallId);
+  const prev = state.subagents[key];
+  const chat = chatReducer(prev?.chat ?? initialChatState, { type: "load", snapshot: action.snapshot });
+  if (prev && chat === prev.chat) return state;
+  const runId = action.snapshot.active_run?.run_id ?? prev?.runId ?? action.runId;
+  return { ...state, subagents: { ...state.subagents, [key]: { threadId: action.threadId, runId, chat } } };
+}
+
+/**
+ * Folds a child's event into the state of its delegate call, and marks the
+ * call with where its child lives (the part's `subagent`) when it is not yet.
+ */
+function applySubagent(state: ChatState, event: SubagentEvent): ChatState {
+  const ids = [event.message_id, event.tool_call_id, event.thread_id, event.child_run_id];
+  if (ids.some((v) => typeof v !== "string" || v === "") || !event.event || typeof event.event !== "object") return state;
+  const key = subagentKey(event.message_id, event.tool_call_id);
+  const prev = state.subagents[key];
+  // A call runs one child run; another run id starts its state afresh.
+  const base = prev && prev.runId === event.child_run_id ? prev.chat : initialChatState;
+  const chat = chatReducer(base, { type: "event", event: event.event });
+  const sub: SubagentState = { threadId: event.thread_id, runId: event.child_run_id, chat };
+  const subagents = prev && prev.chat === chat && prev.runId === sub.runId ? state.subagents : { ...state.subagents, [key]: sub };
+  const repository = editRunning(state.repository, event, (content) => {
+    const at = content.findIndex((p) => isToolCall(p, event.tool_call_id));
+    if (at < 0) return null;
+    const part = content[at] as WireToolCallPart;
+    if (part.subagent?.thread_id === event.thread_id && part.subagent.run_id === event.child_run_id) return null;
+    content[at] = { ...part, subagent: { thread_id: event.thread_id, run_id: event.child_run_id } };
+    return content;
+  });
+  return { ...state, repository, subagents };
 }
 
 function applyLoad(state: ChatState, snapshot: ThreadSnapshot): ChatState {
@@ -210,6 +267,8 @@ function applyEvent(state: ChatState, event: RunEvent): ChatState {
       return { ...state, retiredRuns, run, repository: applyToolResult(state.repository, event) };
     case "data":
       return { ...state, retiredRuns, run, repository: applyData(state.repository, event) };
+    case "subagent":
+      return applySubagent({ ...state, retiredRuns, run }, event);
     default:
       // An event type this client does not know: consume its sequence.
       return { ...state, retiredRuns, run };

@@ -128,7 +128,27 @@ export type DataEvent = {
 
 export type AgentEvent = ReasoningEvent | ToolCallEvent | ToolResultEvent | DataEvent;
 
-export type RunEvent = SnapshotEvent | TokenEvent | ErrorEvent | AgentEvent;
+/**
+ * A sub-agent's own event (issue 28): the delegate call tool_call_id of the
+ * parent's assistant message message_id runs a child run child_run_id on the
+ * child thread thread_id; `event` is that run's event, shaped like a
+ * top-level one (its run_id and sequence are the child's).
+ */
+export type SubagentEvent = {
+  type: "subagent";
+  run_id: string;
+  sequence: number;
+  message_id: string;
+  tool_call_id: string;
+  thread_id: string;
+  child_run_id: string;
+  event: RunEvent;
+};
+
+export type RunEvent = SnapshotEvent | TokenEvent | ErrorEvent | AgentEvent | SubagentEvent;
+
+/** Where a sub-agent's conversation lives: set on a delegate call once it started. */
+export type SubagentRef = { thread_id: string; run_id: string };
 
 /** An assistant message's tool-call part (assistant-ui's shape). */
 export type WireToolCallPart = {
@@ -140,6 +160,7 @@ export type WireToolCallPart = {
   result?: unknown;
   isError?: boolean;
   approval?: { id: string; approved?: boolean; reason?: string };
+  subagent?: SubagentRef;
 };
 
 /** GET /tools */
@@ -151,6 +172,8 @@ export type ThreadSummary = {
   created_at: string;
   updated_at: string;
   metadata: Record<string, unknown> | null;
+  /** A sub-agent's thread: the call of the parent thread that started it. */
+  parent?: { thread_id: string; run_id: string; message_id: string; tool_call_id: string } | null;
 };
 
 export type ThreadPage = { threads: ThreadSummary[]; next_cursor: string | null };
