@@ -10,9 +10,15 @@ import type {
   ReasoningMessagePartProps,
   ToolCallMessagePartProps,
 } from "@assistant-ui/react";
-import { useAuiState } from "@assistant-ui/react";
-import { useEffect, useId, useState, type FC, type FormEvent } from "react";
+import { MessagePartPrimitive, MessagePrimitive, useAuiState } from "@assistant-ui/react";
+import Link from "next/link";
+import { useContext, useEffect, useId, useState, type FC, type FormEvent } from "react";
 import type { AnswerRefusal } from "@/lib/reducer";
+import { DELEGATE_TOOL, SUBAGENT_STATUS_LABEL, delegateArgs, subagentStatus } from "@/lib/subagents";
+import type { SubagentRef } from "@/lib/types";
+import { SubagentLoaderContext } from "./context";
+import { MarkdownText } from "./MarkdownText";
+import "./subagents.css";
 
 function show(v: unknown): string {
   if (typeof v === "string") return v;
@@ -229,7 +235,99 @@ export const ToolCall: FC<ToolCallMessagePartProps> = (part) => {
   );
 };
 
-export const TOOLS = { by_name: { ask_user: AskUser }, Fallback: ToolCall };
+/** Where the delegate call's child lives (lib/convert.ts puts it in the message's metadata). */
+function useSubagentRef(toolCallId: string): SubagentRef | undefined {
+  return useAuiState((s) => {
+    const refs = (s.message.metadata?.custom as { subagents?: Record<string, SubagentRef> } | undefined)?.subagents;
+    return refs?.[toolCallId];
+  });
+}
+
+/** A sub-agent's messages inside its card: the words, its steps, no actions. */
+const SubUserMessage: FC = () => (
+  <MessagePrimitive.Root className="message user subagent-message" data-testid="subagent-user">
+    <div className="bubble">
+      <MessagePrimitive.Parts />
+    </div>
+  </MessagePrimitive.Root>
+);
+
+const SubAssistantMessage: FC = () => (
+  <MessagePrimitive.Root className="message assistant subagent-message" data-testid="subagent-assistant">
+    <div className="assistant-body" data-testid="subagent-text">
+      <MessagePrimitive.Parts components={{ Text: MarkdownText, Reasoning, tools: TOOLS, data: DATA }} />
+    </div>
+  </MessagePrimitive.Root>
+);
+
+const SUB_MESSAGES = { UserMessage: SubUserMessage, AssistantMessage: SubAssistantMessage };
+
+/**
+ * A delegate call: the sub-agent's title and state, collapsed; open, its
+ * task and its conversation (the call's `messages`), live while it runs.
+ * A card with nothing to show yet (a reload) loads the child thread.
+ */
+const Delegate: FC<ToolCallMessagePartProps> = (part) => {
+  const { task, title } = delegateArgs(part.args);
+  const messageId = useAuiState((s) => s.message.id);
+  const parent = useAuiState((s) => s.message.status);
+  const ref = useSubagentRef(part.toolCallId);
+  const load = useContext(SubagentLoaderContext);
+  const messages = part.messages ?? [];
+  const child = messages.findLast((m) => m.role === "assistant")?.status;
+  const status = subagentStatus({ result: part.result, isError: part.isError, parent, child });
+  const [open, setOpen] = useState(false);
+  const { seconds } = useRunningTime(status === "running");
+  const bodyId = useId();
+  const empty = messages.length === 0;
+  useEffect(() => {
+    if (open && empty && ref && load) void load(messageId, part.toolCallId, ref);
+  }, [open, empty, ref, load, messageId, part.toolCallId]);
+  return (
+    <section className="tool-call subagent" data-testid="subagent" data-state={status} aria-label={`Sub-agent: ${title}`}>
+      <div className="subagent-head">
+        <button
+          type="button"
+          className="subagent-toggle"
+          aria-expanded={open}
+          {...(open ? { "aria-controls": bodyId } : {})}
+          onClick={() => setOpen((o) => !o)}
+        >
+          <Chevron />
+          <span className="subagent-title" data-testid="subagent-title">{title}</span>
+        </button>
+        <span className={`tool-state tool-${status === "failed" ? "error" : status}`} data-testid="subagent-status">
+          {status === "running" ? <span className="spinner" aria-hidden="true" /> : null}
+          {/* Announced when it changes; the seconds beside it are not. */}
+          <span role="status" data-testid="subagent-state">{SUBAGENT_STATUS_LABEL[status]}</span>
+          {status === "running" && seconds !== null ? <span data-testid="subagent-elapsed"> {seconds} s</span> : null}
+        </span>
+        {ref ? (
+          <Link className="subagent-open" href={`/chat/${ref.thread_id}`} data-testid="subagent-open">
+            Open as a thread
+          </Link>
+        ) : null}
+      </div>
+      {open ? (
+        <div className="subagent-body" id={bodyId} data-testid="subagent-body">
+          {task ? <p className="subagent-task"><span className="muted">Task: </span>{task}</p> : null}
+          {empty ? (
+            <p className="muted">{ref ? "Loading the sub-agent's conversation…" : "Starting…"}</p>
+          ) : (
+            <div className="subagent-messages">
+              <MessagePartPrimitive.Messages components={SUB_MESSAGES} />
+            </div>
+          )}
+          {part.isError && part.result !== undefined ? (
+            <pre className="tool-result tool-error" data-testid="tool-result">{show(part.result)}</pre>
+          ) : null}
+        </div>
+      ) : null}
+    </section>
+  );
+};
+
+export const TOOLS = { by_name: { ask_user: AskUser, [DELEGATE_TOOL]: Delegate }, Fallback: ToolCall };
 
 /** Reasoning, collapsed by default: "Thinking…" while it streams, then how long it took. */
 export const Reasoning: FC<ReasoningMessagePartProps> = ({ text, status }) => {

@@ -2,7 +2,7 @@
 
 // Starter prompts on the welcome page: what the built-in demo model can
 // show (a tool call, a plan, a long-running tool, a question for you,
-// files). A click sends the prompt as the first message.
+// files, sub-agents). A click sends the prompt as the first message.
 
 import type { FC } from "react";
 import "./branches.css";
@@ -13,6 +13,7 @@ export const STARTERS: readonly { prompt: string; shows: string }[] = [
   { prompt: "Wait 3 seconds", shows: "a long-running tool" },
   { prompt: "Ask me a question", shows: "a question for you to answer" },
   { prompt: "Write three files", shows: "files the turn produced" },
+  { prompt: "Research three options in parallel", shows: "three sub-agents working at once" },
 ];
 
 export const Starters: FC<{ onPick: (prompt: string) => void }> = ({ onPick }) => (

@@ -70,12 +70,15 @@ export const Thread: FC<{
   placeholder?: string;
   empty?: ReactNode;
   toolbar?: ReactNode;
-}> = ({ notice, onDismissNotice, onRefused, placeholder, empty, toolbar }) => {
+  /** Shown above the conversation (a sub-agent's thread says where it came from). */
+  banner?: ReactNode;
+}> = ({ notice, onDismissNotice, onRefused, placeholder, empty, toolbar, banner }) => {
   return (
     <ThreadPrimitive.Root className="thread">
       {onRefused ? <AttachRefusals onRefused={onRefused} /> : null}
       <DropZone className="thread-drop">
         <ThreadPrimitive.Viewport className="thread-viewport">
+          {banner}
           <AuiIf condition={(s) => s.thread.isEmpty && !s.thread.isLoading}>
             <div className="thread-empty">{empty ?? <p>Ask anything.</p>}</div>
           </AuiIf>

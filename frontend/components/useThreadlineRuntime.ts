@@ -18,8 +18,8 @@ export function useThreadlineRuntime(threadId: string) {
 
   const attachmentAdapter = useMemo(() => new UploadAttachmentAdapter(controller.notice), [controller]);
   const messageRepository = useMemo(
-    () => toExportedRepository(chat.repository, chat.errors, chat.refusals),
-    [chat.repository, chat.errors, chat.refusals],
+    () => toExportedRepository(chat.repository, chat.errors, chat.refusals, chat.subagents),
+    [chat.repository, chat.errors, chat.refusals, chat.subagents],
   );
   const running = isRunning(chat);
 
@@ -69,6 +69,7 @@ export function useThreadlineRuntime(threadId: string) {
     notFound,
     repository: chat.repository,
     setHead: controller.setHead,
+    loadSubagent: controller.loadSubagent,
   };
 }
 

@@ -23,9 +23,9 @@ import { fromHandoffAttachments } from "./attachments";
 import { describeError } from "./errors";
 import { OUTAGE, OUTAGE_CODE, backoff, isOutage } from "./outage";
 import { readNdjson } from "./ndjson";
-import { chatReducer, deletedNotice, initialChatState, isRunning, type ChatAction, type ChatState } from "./reducer";
+import { chatReducer, deletedNotice, initialChatState, isRunning, subagentKey, type ChatAction, type ChatState } from "./reducer";
 import { continuation, runTools, type ToolAnswer } from "./tools";
-import type { RunEvent, RunRequest, WireAttachment, WireMessage } from "./types";
+import type { RunEvent, RunRequest, SubagentRef, WireAttachment, WireMessage, WireToolCallPart } from "./types";
 
 // The server's tool names, asked once per page load: a run declares them with
 // the app's client tools. null: the service lists no tools (none declared).
@@ -122,6 +122,8 @@ export class ThreadController {
   private returnDraft: ((text: string, attachments: readonly CompleteAttachment[]) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
+  /** Sub-agent threads being loaded, by subagentKey. */
+  private readonly subagentLoads = new Set<string>();
 
   constructor(readonly threadId: string) {}
 
@@ -298,6 +300,42 @@ export class ThreadController {
   dismissNotice = (): void => this.dispatch({ type: "dismiss_notice" });
 
   /**
+   * Loads a delegate call's child thread into the call's state: a card
+   * opened after a reload (no live events brought it), a child still running
+   * when the page rejoined, a child whose end the stream did not bring.
+   * Failures leave the card as it was (it says what the call's result says).
+   */
+  loadSubagent = async (messageId: string, toolCallId: string, ref: SubagentRef): Promise<void> => {
+    const key = subagentKey(messageId, toolCallId);
+    if (this.subagentLoads.has(key)) return;
+    this.subagentLoads.add(key);
+    try {
+      const snapshot = await getSnapshot(ref.thread_id);
+      if (snapshot) this.dispatch({ type: "subagent_load", messageId, toolCallId, threadId: ref.thread_id, runId: ref.run_id, snapshot });
+    } catch {
+      /* the card keeps what it has */
+    } finally {
+      this.subagentLoads.delete(key);
+    }
+  };
+
+  /**
+   * The delegate calls of a message whose child this page does not follow
+   * to its end: not loaded yet (with `missing`), or loaded and still running.
+   */
+  private syncSubagents(messageId: string, missing: boolean): void {
+    const s = this.state.chat;
+    const message = s.repository.messages.find((m) => m.message.id === messageId)?.message;
+    if (!message) return;
+    for (const p of message.content) {
+      const c = p as Partial<WireToolCallPart>;
+      if (p.type !== "tool-call" || typeof c.toolCallId !== "string" || !c.subagent) continue;
+      const child = s.subagents[subagentKey(messageId, c.toolCallId)];
+      if (child ? child.chat.run?.status === "running" : missing) void this.loadSubagent(messageId, c.toolCallId, c.subagent);
+    }
+  }
+
+  /**
    * Sends a run request and follows its stream. Resolves when the service
    * accepted it (the stream started), rejects when it was refused.
    */
@@ -411,6 +449,8 @@ export class ThreadController {
           if (event.run_status !== "running") {
             final = true;
             announceThreadsChanged();
+            // Children the stream did not see end (a Stop): their threads say how.
+            for (const m of event.messages ?? []) if (m.role === "assistant") this.syncSubagents(m.id, false);
           } else if (this.cancelWanted) {
             this.cancelWanted = false;
             void cancelRun(this.threadId, event.run_id).catch(() => {});
@@ -476,6 +516,8 @@ export class ThreadController {
     this.dispatch({ type: "load", snapshot });
     const active = snapshot.active_run;
     if (!active) return;
+    // A rejoin brings the children's events from here on: their threads bring the start.
+    this.syncSubagents(active.message_id, true);
     const s = this.seen;
     const after = s && s.runId === active.run_id ? Math.max(s.sequence, active.sequence) : active.sequence;
     // Not awaited: the page is loaded once the snapshot is in.
