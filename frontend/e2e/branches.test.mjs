@@ -133,6 +133,7 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
       "Wait 3 seconds",
       "Ask me a question",
       "Write three files",
+      "Research three options in parallel",
     ]);
     const picker = page.getByLabel("Model", { exact: true });
     await poll(async () => (await picker.locator("option").count()) > 1, { message: "the models listed" });
