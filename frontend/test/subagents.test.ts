@@ -163,3 +163,32 @@ test("delegateArgs takes the title, else the task's first line", () => {
   assert.deepEqual(delegateArgs({ task: "look at A\nin depth" }), { task: "look at A\nin depth", title: "look at A" });
   assert.deepEqual(delegateArgs(undefined), { task: "", title: "Sub-agent" });
 });
+
+test("convert gives a delegate call its child's conversation as messages, and the message where the child lives", async () => {
+  const { toExportedRepository } = await import("../lib/convert");
+  const s = fold(setup(), [
+    sub(2, snap("cr", 1, CHILD, childPath("", { type: "running" }), "running")),
+    sub(3, { type: "token", run_id: "cr", sequence: 2, message_id: "ca", text: "A is cheap." }),
+  ]);
+  const first = toExportedRepository(s.repository, s.errors, s.refusals, s.subagents);
+  const pa = first.messages.find((m) => m.message.id === "pa")!.message;
+  const part = pa.content.find((p) => p.type === "tool-call");
+  assert.ok(part && part.type === "tool-call");
+  assert.deepEqual(part.messages?.map((m) => [m.role, m.content.map((c) => (c.type === "text" ? c.text : c.type)).join("")]), [
+    ["user", "look at A"],
+    ["assistant", "A is cheap."],
+  ]);
+  assert.equal(part.messages?.at(-1)?.status?.type, "running");
+  assert.deepEqual((pa.metadata.custom as { subagents?: unknown }).subagents, { c1: { thread_id: CHILD, run_id: "cr" } });
+  // Another child token: the parent message is converted again, with the new text.
+  const s2 = fold(s, [sub(4, { type: "token", run_id: "cr", sequence: 3, message_id: "ca", text: " Fast too." })]);
+  const second = toExportedRepository(s2.repository, s2.errors, s2.refusals, s2.subagents);
+  const pa2 = second.messages.find((m) => m.message.id === "pa")!.message;
+  const part2 = pa2.content.find((p) => p.type === "tool-call");
+  assert.ok(part2 && part2.type === "tool-call");
+  const last = part2.messages?.at(-1)?.content[0];
+  assert.equal(last?.type === "text" ? last.text : "", "A is cheap. Fast too.");
+  // Nothing changed: the same converted object (no re-render).
+  const third = toExportedRepository(s2.repository, s2.errors, s2.refusals, s2.subagents);
+  assert.equal(third.messages.find((m) => m.message.id === "pa")!.message, pa2);
+});
