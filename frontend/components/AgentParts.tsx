@@ -280,9 +280,11 @@ const Delegate: FC<ToolCallMessagePartProps> = (part) => {
   const { seconds } = useRunningTime(status === "running");
   const bodyId = useId();
   const empty = messages.length === 0;
+  const childThread = ref?.thread_id;
+  const childRun = ref?.run_id ?? "";
   useEffect(() => {
-    if (open && empty && ref && load) void load(messageId, part.toolCallId, ref);
-  }, [open, empty, ref, load, messageId, part.toolCallId]);
+    if (open && empty && childThread && load) void load(messageId, part.toolCallId, { thread_id: childThread, run_id: childRun });
+  }, [open, empty, childThread, childRun, load, messageId, part.toolCallId]);
   return (
     <section className="tool-call subagent" data-testid="subagent" data-state={status} aria-label={`Sub-agent: ${title}`}>
       <div className="subagent-head">
