@@ -112,7 +112,7 @@ func (s *Store) ThreadList(_ context.Context, caller string, limit int, after *t
 	defer s.mu.Unlock()
 	var out []*thread.Thread
 	for _, t := range s.threads {
-		if t.Caller == caller && (after == nil || listOrder(t, &thread.Thread{UpdatedAt: after.UpdatedAt, ID: after.ID}) > 0) {
+		if t.Caller == caller && t.Parent == nil && (after == nil || listOrder(t, &thread.Thread{UpdatedAt: after.UpdatedAt, ID: after.ID}) > 0) {
 			c := *t
 			out = append(out, &c)
 		}
