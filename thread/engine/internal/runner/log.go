@@ -80,3 +80,13 @@ func (w *logWriter) snapshot(seq int64) *thread.Snapshot {
 	defer w.mu.Unlock()
 	return w.snaps[seq]
 }
+
+// recordEvent is thread.RecordEvent, with a subagent record's child
+// snapshot as the child's follower got it (w may be nil: then none).
+func (w *logWriter) recordEvent(r *thread.Run, rec *thread.Record) thread.Event {
+	ev := thread.RecordEvent(r, rec)
+	if ev.Sub != nil && ev.Sub.Event.Type == thread.KindSnapshot && w != nil {
+		ev.Sub.Event.Snapshot = w.snapshot(rec.Seq)
+	}
+	return ev
+}
