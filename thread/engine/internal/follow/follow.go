@@ -385,10 +385,8 @@ func (s *Follower) events(ctx context.Context, caller string, r *thread.Run, rec
 			}
 		}
 		ev := runlog.Event(r, rec, tree, running)
-		if rec.Sub != nil && rec.Sub.Record.Kind == thread.KindSnapshot {
-			if err := s.subSnapshot(ctx, caller, rec.Sub, &ev.Sub.Event); err != nil {
-				return nil, nil, err
-			}
+		if err := s.fillSub(ctx, caller, rec.Sub, &ev); err != nil {
+			return nil, nil, err
 		}
 		evs = append(evs, ev)
 		if fold != nil {
@@ -532,6 +530,18 @@ func (s *Follower) loggedPage(ctx context.Context, runID uuid.UUID, after int64)
 	}
 	recs, more, err = s.Store.RunEventsPage(ctx, runID, after, s.PageBytes)
 	return recs, logStored, more, err
+}
+
+// fillSub rebuilds the snapshot a subagent event ev (of record sub) wraps,
+// at whatever depth: a child's, or a grandchild's within the child's
+// subagent event. Errors are subSnapshot's.
+func (s *Follower) fillSub(ctx context.Context, caller string, sub *thread.SubRecord, ev *thread.Event) error {
+	for ; sub != nil && ev.Sub != nil; sub, ev = sub.Record.Sub, &ev.Sub.Event {
+		if sub.Record.Kind == thread.KindSnapshot {
+			return s.subSnapshot(ctx, caller, sub, &ev.Sub.Event)
+		}
+	}
+	return nil
 }
 
 // subSnapshot rebuilds a subagent record's child snapshot event as the

@@ -123,28 +123,55 @@ func childConfig(cfg thread.RunConfig) thread.RunConfig {
 }
 
 // addSub logs one event of the child run of call callID as a subagent
-// record; a child snapshot's tree is kept for publishing it.
+// record; an event holding a snapshot (the child's, or a grandchild's
+// within it) is kept whole for publishing it.
 func (t *turnRun) addSub(callID string, childThread uuid.UUID, ev thread.Event) {
-	rec := thread.Record{Seq: ev.Sequence, Kind: ev.Type, Text: ev.Text, Code: ev.Code, CallID: ev.CallID, Name: ev.Name,
-		Data: ev.Data, IsError: ev.IsError}
-	if ev.Snapshot != nil {
-		rec.Status, rec.TreeSeq = ev.Snapshot.RunStatus, ev.Snapshot.Tree.LastSeq()
-		childThread = ev.Snapshot.ThreadID
-	}
-	sub := &thread.SubRecord{ThreadID: childThread, RunID: ev.RunID, MessageID: ev.MessageID, Record: rec}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ev.Snapshot != nil {
-		sub.MessageID = ev.Snapshot.Head
-		t.w.setSnapshot(t.seq+1, ev.Snapshot)
+	sub := t.subRecord(childThread, &ev)
+	if hasSnapshot(&ev) {
+		t.w.setSub(t.seq+1, ev)
 	}
-	if sub.MessageID == uuid.Nil {
-		sub.MessageID = t.childMessages[ev.RunID]
+	t.addLocked(thread.Record{Kind: thread.KindSubagent, CallID: callID, Sub: sub})
+}
+
+// subRecord is the record of a child run's event ev (on thread th),
+// with a grandchild's within it.
+func (t *turnRun) subRecord(th uuid.UUID, ev *thread.Event) *thread.SubRecord {
+	rec := thread.Record{Seq: ev.Sequence, Kind: ev.Type, Text: ev.Text, Code: ev.Code, CallID: ev.CallID, Name: ev.Name,
+		Data: ev.Data, IsError: ev.IsError}
+	msg := ev.MessageID
+	if ev.Snapshot != nil {
+		rec.Status, rec.TreeSeq = ev.Snapshot.RunStatus, ev.Snapshot.Tree.LastSeq()
+		th, msg = ev.Snapshot.ThreadID, ev.Snapshot.Head
+	}
+	if ev.Sub != nil {
+		rec.Sub = t.subRecord(ev.Sub.ThreadID, &ev.Sub.Event)
+	}
+	if msg == uuid.Nil {
+		msg = t.childMessages[ev.RunID] // an error event names none
 	} else {
 		if t.childMessages == nil {
 			t.childMessages = map[uuid.UUID]uuid.UUID{}
 		}
-		t.childMessages[ev.RunID] = sub.MessageID
+		t.childMessages[ev.RunID] = msg
 	}
-	t.addLocked(thread.Record{Kind: thread.KindSubagent, CallID: callID, Sub: sub})
+	return &thread.SubRecord{ThreadID: th, RunID: ev.RunID, MessageID: msg, Record: rec}
+}
+
+// hasSnapshot reports whether ev is a snapshot or wraps one.
+func hasSnapshot(ev *thread.Event) bool {
+	for ; ev != nil; ev = subEvent(ev) {
+		if ev.Snapshot != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func subEvent(ev *thread.Event) *thread.Event {
+	if ev.Sub == nil {
+		return nil
+	}
+	return &ev.Sub.Event
 }
