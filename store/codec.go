@@ -39,7 +39,8 @@ const (
 	// recSubagent is a child run's record in its parent's log: the
 	// delegate call's id, the child's thread, run and message ids (16
 	// bytes each), the child record's sequence, and the child record as a
-	// live segment of one record.
+	// live segment of one record (itself a subagent record for a
+	// grandchild's).
 	recSubagent = 'a'
 )
 
@@ -135,7 +136,7 @@ func appendAgentRecord(b []byte, r *thread.Record) ([]byte, bool) {
 		b = appendString(b, r.Name)
 		return appendString(b, string(r.Data)), true
 	case thread.KindSubagent:
-		if r.Sub == nil || r.Sub.Record.Kind == thread.KindSubagent {
+		if r.Sub == nil {
 			return b, false
 		}
 		inner, err := appendSegment(nil, []thread.Record{r.Sub.Record}, false, "")

@@ -130,8 +130,11 @@ type Config struct {
 	MCPConnectTimeout time.Duration
 	// RawMaxBytes caps one run's raw records (0: none are kept).
 	RawMaxBytes int64
-	CPUProfile  string
-	Getenv      func(string) string
+	// SubagentMaxDepth and SubagentMaxChildren bound the delegate tool's
+	// sub-agents: how deep they nest, how many one run starts.
+	SubagentMaxDepth, SubagentMaxChildren int
+	CPUProfile                            string
+	Getenv                                func(string) string
 	// HTTP server limits: see parseConfig for what each bounds.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -286,6 +289,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
 	e.num(&cfg.RawMaxBytes, "raw-max-bytes", "THREADLINE_RAW_MAX_BYTES", store.DefaultRawMaxBytes, "bytes of raw records (provider chunks, tool input and output) kept per run, for GET …/runs/{run_id}/raw (0: none kept)")
 	e.dur(&cfg.DiscoverTimeout, "model-discovery-timeout", "THREADLINE_MODEL_DISCOVERY_TIMEOUT", 5*time.Second, "how long the start may ask each provider whose key is set for its models, to offer them (0: not asked)")
+	var subDepth, subChildren int64
+	e.num(&subDepth, "subagent-max-depth", "THREADLINE_SUBAGENT_MAX_DEPTH", 2, "how deep the delegate tool's sub-agents may nest (a child thread is 1 deep, its own child 2)")
+	e.num(&subChildren, "subagent-max-children", "THREADLINE_SUBAGENT_MAX_CHILDREN", 10, "delegate calls (sub-agents) one run may make")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -298,6 +304,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
 	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
+	cfg.SubagentMaxDepth, cfg.SubagentMaxChildren = int(subDepth), int(subChildren)
 	cfg.RunsPerProcess, cfg.StreamsPerProcess, cfg.LogPageBytes = int(maxRuns), int(maxStreams), int(logPage)
 	cfg.AuthFailures = int(authFails)
 	for _, p := range splitList(proxies) {
@@ -451,15 +458,17 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	}
 	var srv *api.Server
 	svc := engine.New(st, hub, models, st, engine.Config{
-		Owner:       owner,
-		Wakeups:     notifier,
-		Raw:         raw,
-		Lease:       cfg.RunLease,
-		Logger:      log,
-		TitleModel:  cfg.TitleModel,
-		StartLinger: startLinger(cfg.StartLinger),
-		Tools:       tools,
-		Tracer:      traces.tracer(),
+		Owner:               owner,
+		Wakeups:             notifier,
+		Raw:                 raw,
+		Lease:               cfg.RunLease,
+		Logger:              log,
+		TitleModel:          cfg.TitleModel,
+		StartLinger:         startLinger(cfg.StartLinger),
+		Tools:               tools,
+		Tracer:              traces.tracer(),
+		SubagentMaxDepth:    cfg.SubagentMaxDepth,
+		SubagentMaxChildren: cfg.SubagentMaxChildren,
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
