@@ -491,7 +491,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
-		Tools: tools, Raw: st, Trace: st, Shares: st, Search: st,
+		Tools: listedTools{tools}, Raw: st, Trace: st, Shares: st, Search: st,
 		Transfer: st, MaxImport: cfg.MaxImport, MaxThreadMessages: importMessages(cfg.MessagesPerThread),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -88,3 +88,7 @@ func subagentResult(run *thread.Run, final *thread.Snapshot, failure string) thr
 	b, _ := json.Marshal(text) // a string: always marshals
 	return thread.ToolOutput{Value: b}
 }
+
+// DelegateSpec is the delegate tool as models are told it and GET /tools
+// lists it.
+var DelegateSpec = runner.DelegateSpec
