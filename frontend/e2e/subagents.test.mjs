@@ -48,7 +48,10 @@ async function storedCalls(ctx, threadId) {
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
   onBothViewports(test, "three live sub-agents: collapsed cards, one opened while it streams, all succeed, then the summary", async ({ page, ctx, phone }) => {
     const threadId = await startThree(page, ctx);
-    assert.deepEqual((await cards(page).getByTestId("subagent-title").allInnerTexts()).map(norm), TITLES);
+    // Each title shows once its call's arguments streamed in ("Sub-agent" before).
+    const titles = async () => (await cards(page).getByTestId("subagent-title").allInnerTexts()).map(norm);
+    await poll(async () => JSON.stringify(await titles()) === JSON.stringify(TITLES), { message: "the three titles" });
+    assert.deepEqual(await titles(), TITLES);
     for (const c of await cards(page).all()) {
       assert.equal(await toggle(c).getAttribute("aria-expanded"), "false", "collapsed by default");
       assert.equal(await c.getByTestId("subagent-body").count(), 0);
