@@ -312,9 +312,12 @@ const Delegate: FC<ToolCallMessagePartProps> = (part) => {
       </div>
       {open ? (
         <div className="subagent-body" id={bodyId} data-testid="subagent-body">
-          {task ? <p className="subagent-task"><span className="muted">Task: </span>{task}</p> : null}
           {empty ? (
-            <p className="muted">{ref ? "Loading the sub-agent's conversation…" : "Starting…"}</p>
+            <>
+              {/* The child's first message is its task: shown here until the conversation is. */}
+              {task ? <p className="subagent-task"><span className="muted">Task: </span>{task}</p> : null}
+              <p className="muted">{ref ? "Loading the sub-agent's conversation…" : "Starting…"}</p>
+            </>
           ) : (
             <div className="subagent-messages">
               <MessagePartPrimitive.Messages components={SUB_MESSAGES} />
