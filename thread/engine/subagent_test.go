@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // subModel answers by its prompt, so that one model serves a parent and
@@ -314,5 +317,43 @@ func TestSubagentCancelCascade(t *testing.T) {
 	}
 	if got, want := lines(replay(t, st, tid, r.ID)), lines(all); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("replay (a grandchild's events within) differs from the live stream:\n got %s\nwant %s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSubagentSpans: a child run's invoke_agent span is a child of its
+// parent's execute_tool delegate span, in the same trace.
+func TestSubagentSpans(t *testing.T) {
+	t.Parallel()
+	m := newSubModel(0)
+	svc, exp := traceSetup(t, m, engine.Config{Tools: registry(t)})
+	go func() {
+		for range m.started {
+		}
+	}()
+	runAgent(t, svc, "fan:a,b", thread.RunConfig{})
+	var spans tracetest.SpanStubs
+	twait.Eventually(t, 30*time.Second, func() bool {
+		spans = exp.GetSpans()
+		return len(named(spans, "invoke_agent threadline")) == 3
+	}, "not three invoke_agent spans within 30 s; got %v spans", func() any { return len(spans) })
+	delegates := named(spans, "execute_tool delegate")
+	if len(delegates) != 2 {
+		t.Fatalf("execute_tool delegate spans: got %d, want 2", len(delegates))
+	}
+	parents := map[string]bool{}
+	for _, d := range delegates {
+		parents[d.SpanContext.SpanID().String()] = true
+	}
+	children := 0
+	for _, s := range named(spans, "invoke_agent threadline") {
+		if parents[s.Parent.SpanID().String()] {
+			children++
+			if s.SpanContext.TraceID() != delegates[0].SpanContext.TraceID() {
+				t.Fatalf("a child's span is in trace %s, want the parent's %s", s.SpanContext.TraceID(), delegates[0].SpanContext.TraceID())
+			}
+		}
+	}
+	if children != 2 {
+		t.Fatalf("invoke_agent spans under a delegate span: got %d, want 2", children)
 	}
 }
