@@ -26,7 +26,8 @@ type subagentEvent struct {
 // child's events as subagent events naming the child, byte for byte the
 // child run's own stream; a rejoin at every sequence equals the live
 // tail; each call's part names its child; a child thread shows its
-// parent, is not listed, and takes a new run.
+// parent, is not listed, and takes a new run; deleting the parent
+// deletes the children.
 func TestSubagentsOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := setup(t, withTools(t), withDelay(time.Millisecond))
@@ -90,6 +91,14 @@ func TestSubagentsOverHTTP(t *testing.T) {
 	}
 	checkSubagentParts(t, lastParts(t, last.Raw), calls, childRun)
 	checkChildThreads(t, e, tid, evs[0].RunID, head, calls)
+	resp, b := e.do("DELETE", "/api/v1/threads/"+tid, nil)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("delete the parent: %d %s", resp.StatusCode, b)
+	}
+	for _, child := range calls {
+		resp, b := e.do("GET", "/api/v1/threads/"+child, nil)
+		wantStatus(t, resp, b, http.StatusNotFound, "not_found")
+	}
 }
 
 // rejoin reads a run's stream after sequence n.
