@@ -157,6 +157,13 @@ func (s *Store) ThreadDelete(_ context.Context, caller string, id uuid.UUID) err
 	if _, err := s.thread(caller, id); err != nil {
 		return err
 	}
+	s.deleteThread(id)
+	return nil
+}
+
+// deleteThread deletes the thread, its runs and its children, as the
+// database's ON DELETE CASCADE does.
+func (s *Store) deleteThread(id uuid.UUID) {
 	delete(s.threads, id)
 	delete(s.nodes, id)
 	for rid, r := range s.runs {
@@ -164,7 +171,11 @@ func (s *Store) ThreadDelete(_ context.Context, caller string, id uuid.UUID) err
 			delete(s.runs, rid)
 		}
 	}
-	return nil
+	for cid, t := range s.threads {
+		if t.Parent != nil && t.Parent.ThreadID == id {
+			s.deleteThread(cid)
+		}
+	}
 }
 
 // ThreadSetHead implements thread.Store.
