@@ -81,7 +81,7 @@ func (s *Runner) canDelegate(cfg thread.RunConfig, depth int) bool {
 // in the parent's log as a subagent record.
 func (t *turnRun) delegate(ctx context.Context, cfg thread.RunConfig, c pendingCall) thread.ToolOutput {
 	s := t.s
-	if s.cfg.Subagents == nil || !cfg.Allows(DelegateTool) {
+	if s.cfg.Tools == nil || !cfg.Allows(DelegateTool) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
 	var args struct {
