@@ -91,7 +91,12 @@ func TestSubagentsOverHTTP(t *testing.T) {
 	}
 	checkSubagentParts(t, lastParts(t, last.Raw), calls, childRun)
 	checkChildThreads(t, e, tid, evs[0].RunID, head, calls)
-	resp, b := e.do("DELETE", "/api/v1/threads/"+tid, nil)
+	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+evs[0].RunID+"/trace", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if n := strings.Count(string(b), `"name":"execute_tool delegate"`); n != 3 {
+		t.Fatalf("trace: %d execute_tool delegate spans in %s, want 3", n, b)
+	}
+	resp, b = e.do("DELETE", "/api/v1/threads/"+tid, nil)
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("delete the parent: %d %s", resp.StatusCode, b)
 	}
