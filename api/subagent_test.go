@@ -194,3 +194,18 @@ func checkChildThreads(t *testing.T, e *env, tid, runID, head string, calls map[
 		break
 	}
 }
+
+// TestUIChatSkipsSubagents: the AI SDK stream of a delegated turn leaves
+// the sub-agents' events out: it shows the three delegate calls with
+// their results, then the summary.
+func TestUIChatSkipsSubagents(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withTools(t))
+	_, _, evs := e.uiPost(map[string]any{"id": newID(), "trigger": "submit-message", "run_config": map[string]any{"model": "builtin:demo"},
+		"messages": []any{userMsg(newID(), "Research three options in parallel")}})
+	checkUIRun(t, evs)
+	got := types(evs)
+	if n := strings.Count(got, "tool-output-available"); n != 3 || strings.Contains(got, "subagent") || !strings.Contains(deltas(evs), "Summary: 3 sub-agents") {
+		t.Fatalf("chunks: got %s (%d results), text %q; want three delegate results and the summary", got, n, deltas(evs))
+	}
+}

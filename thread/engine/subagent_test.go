@@ -15,7 +15,9 @@ import (
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
@@ -355,5 +357,28 @@ func TestSubagentSpans(t *testing.T) {
 	}
 	if children != 2 {
 		t.Fatalf("invoke_agent spans under a delegate span: got %d, want 2", children)
+	}
+}
+
+// TestSubagentCommitsParentFirst: a parent whose first step ends within
+// its start linger (its start not written yet) commits its start before
+// its delegate calls create children that name it.
+func TestSubagentCommitsParentFirst(t *testing.T) {
+	t.Parallel()
+	m := newSubModel(0)
+	go func() {
+		for range m.started {
+		}
+	}()
+	st := threadtest.New()
+	svc := engine.New(st, stream.New[thread.Event](256), models{m: m}, nil,
+		engine.Config{Tools: registry(t), StartLinger: time.Minute})
+	svc.Start()
+	shutdownAtCleanup(t, svc)
+	_, r, evs := runAgent(t, svc, "fan:a,b", thread.RunConfig{})
+	for _, p := range reply(t, evs, r).Content {
+		if p.Type == checkpoint.PartToolCall && (p.IsError || p.Subagent == nil) {
+			t.Fatalf("call %s: got %s isError %v, want its child's answer", p.ToolCallID, p.Result, p.IsError)
+		}
 	}
 }

@@ -359,12 +359,20 @@ func contractChildThreads(t *testing.T, s thread.Store) {
 	parent := newThread(t, s, "alice", now())
 	link := &thread.ThreadParent{ThreadID: parent.ID, RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "call_1"}
 	child := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Parent: link, Depth: 1}
+	orphan := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Depth: 1,
+		Parent: &thread.ThreadParent{ThreadID: uuid.New(), RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "x"}}
+	_, _, err := s.ThreadCreate(ctx, orphan)
+	wantCode(t, "ThreadCreate of a child whose parent does not exist", err, errcode.NotFound)
+	in, first := turn(orphan, uuid.Nil, now().Add(time.Hour))
+	in.Create = orphan
+	_, err = s.RunCreate(ctx, in, first)
+	wantCode(t, "RunCreate creating a child whose parent does not exist", err, errcode.NotFound)
 	if _, created, err := s.ThreadCreate(ctx, child); err != nil || !created {
 		t.Fatalf("ThreadCreate of a child: %v (created %v)", err, created)
 	}
 	grand := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Depth: 2,
 		Parent: &thread.ThreadParent{ThreadID: child.ID, RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "call_2"}}
-	in, first := turn(grand, uuid.Nil, now().Add(time.Hour))
+	in, first = turn(grand, uuid.Nil, now().Add(time.Hour))
 	in.Create = grand
 	if _, err := s.RunCreate(ctx, in, first); err != nil {
 		t.Fatalf("RunCreate creating a grandchild: %v", err)

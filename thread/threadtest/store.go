@@ -77,6 +77,9 @@ func (s *Store) ThreadCreate(_ context.Context, t *thread.Thread) (*thread.Threa
 		c := *old
 		return &c, false, nil
 	}
+	if t.Parent != nil && s.threads[t.Parent.ThreadID] == nil {
+		return nil, false, errcode.New(errcode.NotFound, "the thread or run no longer exists") // the foreign key
+	}
 	c := *t
 	s.threads[t.ID] = &c
 	out := c
@@ -237,6 +240,9 @@ func (s *Store) active(threadID uuid.UUID) *run {
 // thread first when in.Create says so (into created, to undo).
 func (s *Store) open(in thread.RunCreate) (created bool, err error) {
 	if in.Create != nil && s.threads[in.Thread] == nil {
+		if p := in.Create.Parent; p != nil && s.threads[p.ThreadID] == nil {
+			return false, errcode.New(errcode.NotFound, "the thread or run no longer exists") // the foreign key
+		}
 		c := *in.Create
 		s.threads[in.Thread] = &c
 		created = true
