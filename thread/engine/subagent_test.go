@@ -14,8 +14,8 @@ import (
 
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
-	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/stream"
+	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
 	"github.com/threadline/threadline/thread/threadtest"
 	twait "github.com/threadline/threadline/thread/threadtest/wait"
