@@ -24,7 +24,7 @@ import (
 // subModel answers by its prompt, so that one model serves a parent and
 // its sub-agents: "fan:a,b,c" delegates a, b and c at once; "nest"
 // delegates "nest" again, "deep" delegates "block"; "block" streams a word and waits for its
-// cancel; "paced:x" sends 40 words 5ms apart; "barrier:x" waits until barrier children have started (so
+// cancel; "paced:x" sends 40 words 5ms apart, "burst:x" at once; "barrier:x" waits until barrier children have started (so
 // children that run one after another never end); anything else answers
 // "answer to <prompt>". A step after tool calls sums their results up.
 type subModel struct {
@@ -97,9 +97,11 @@ func (m *subModel) Stream(ctx context.Context, req thread.ModelRequest, on func(
 			return res, fmt.Errorf("the other children never started: they do not run in parallel")
 		}
 		return thread.ModelResult{StopReason: thread.StopDone}, on(text("answer to " + prompt))
-	case strings.HasPrefix(prompt, "paced:"):
+	case strings.HasPrefix(prompt, "paced:"), strings.HasPrefix(prompt, "burst:"):
 		for i := range 40 {
-			time.Sleep(5 * time.Millisecond)
+			if strings.HasPrefix(prompt, "paced:") {
+				time.Sleep(5 * time.Millisecond)
+			}
 			if err := on(text(fmt.Sprintf("w%d ", i))); err != nil {
 				return res, err
 			}
