@@ -26,7 +26,8 @@ type subagentEvent struct {
 // child's events as subagent events naming the child, byte for byte the
 // child run's own stream; a rejoin at every sequence equals the live
 // tail; each call's part names its child; a child thread shows its
-// parent, is not listed, and takes a new run.
+// parent, is not listed, and takes a new run; deleting the parent
+// deletes the children.
 func TestSubagentsOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := setup(t, withTools(t), withDelay(time.Millisecond))
@@ -90,6 +91,19 @@ func TestSubagentsOverHTTP(t *testing.T) {
 	}
 	checkSubagentParts(t, lastParts(t, last.Raw), calls, childRun)
 	checkChildThreads(t, e, tid, evs[0].RunID, head, calls)
+	resp, b := e.do("GET", "/api/v1/threads/"+tid+"/runs/"+evs[0].RunID+"/trace", nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	if n := strings.Count(string(b), `"name":"execute_tool delegate"`); n != 3 {
+		t.Fatalf("trace: %d execute_tool delegate spans in %s, want 3", n, b)
+	}
+	resp, b = e.do("DELETE", "/api/v1/threads/"+tid, nil)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("delete the parent: %d %s", resp.StatusCode, b)
+	}
+	for _, child := range calls {
+		resp, b := e.do("GET", "/api/v1/threads/"+child, nil)
+		wantStatus(t, resp, b, http.StatusNotFound, "not_found")
+	}
 }
 
 // rejoin reads a run's stream after sequence n.
@@ -178,5 +192,20 @@ func checkChildThreads(t *testing.T, e *env, tid, runID, head string, calls map[
 			t.Fatalf("a new run on child %s: status %d", child, resp.StatusCode)
 		}
 		break
+	}
+}
+
+// TestUIChatSkipsSubagents: the AI SDK stream of a delegated turn leaves
+// the sub-agents' events out: it shows the three delegate calls with
+// their results, then the summary.
+func TestUIChatSkipsSubagents(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withTools(t))
+	_, _, evs := e.uiPost(map[string]any{"id": newID(), "trigger": "submit-message", "run_config": map[string]any{"model": "builtin:demo"},
+		"messages": []any{userMsg(newID(), "Research three options in parallel")}})
+	checkUIRun(t, evs)
+	got := types(evs)
+	if n := strings.Count(got, "tool-output-available"); n != 3 || strings.Contains(got, "subagent") || !strings.Contains(deltas(evs), "Summary: 3 sub-agents") {
+		t.Fatalf("chunks: got %s (%d results), text %q; want three delegate results and the summary", got, n, deltas(evs))
 	}
 }

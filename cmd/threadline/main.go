@@ -130,11 +130,8 @@ type Config struct {
 	MCPConnectTimeout time.Duration
 	// RawMaxBytes caps one run's raw records (0: none are kept).
 	RawMaxBytes int64
-	// SubagentMaxDepth and SubagentMaxChildren bound the delegate tool's
-	// sub-agents: how deep they nest, how many one run starts.
-	SubagentMaxDepth, SubagentMaxChildren int
-	CPUProfile                            string
-	Getenv                                func(string) string
+	CPUProfile  string
+	Getenv      func(string) string
 	// HTTP server limits: see parseConfig for what each bounds.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -157,6 +154,10 @@ type Config struct {
 	AuthFailures      int
 	AuthFailRate      float64
 	TrustedProxies    []*net.IPNet
+
+	// SubagentMaxDepth and SubagentMaxChildren bound the delegate tool's
+	// sub-agents: how deep they nest, how many one run starts.
+	SubagentMaxDepth, SubagentMaxChildren int
 }
 
 // importMessages maps the thread message limit onto api.Config, where 0
@@ -458,20 +459,19 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	}
 	var srv *api.Server
 	svc := engine.New(st, hub, models, st, engine.Config{
-		Owner:               owner,
-		Wakeups:             notifier,
-		Raw:                 raw,
-		Lease:               cfg.RunLease,
-		Logger:              log,
-		TitleModel:          cfg.TitleModel,
-		StartLinger:         startLinger(cfg.StartLinger),
-		Tools:               tools,
-		Tracer:              traces.tracer(),
-		SubagentMaxDepth:    cfg.SubagentMaxDepth,
-		SubagentMaxChildren: cfg.SubagentMaxChildren,
+		Owner:       owner,
+		Wakeups:     notifier,
+		Raw:         raw,
+		Lease:       cfg.RunLease,
+		Logger:      log,
+		TitleModel:  cfg.TitleModel,
+		StartLinger: startLinger(cfg.StartLinger),
+		Tools:       tools,
+		Tracer:      traces.tracer(),
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
+		SubagentMaxDepth: cfg.SubagentMaxDepth, SubagentMaxChildren: cfg.SubagentMaxChildren,
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()

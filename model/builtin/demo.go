@@ -145,14 +145,8 @@ func demoReply(req thread.ModelRequest, prompt string) []thread.Delta {
 	if calls := pendingAnswers(req); calls != nil {
 		return words(answerText(calls))
 	}
-	if tools[AskUserTool] && reAsk.MatchString(prompt) {
-		return askReply(seed(prompt, req.Call), prompt)
-	}
-	if tools[DelegateTool] && reDelegate.MatchString(prompt) {
-		return delegateReply(seed(prompt, req.Call), prompt)
-	}
-	if m := reOption.FindStringSubmatch(prompt); m != nil {
-		return words(optionText(m[1], m[2]))
+	if out := askOrDelegate(req, tools, prompt); out != nil {
+		return out
 	}
 	expr := arithmetic(prompt)
 	wantTime := reTime.MatchString(prompt)
@@ -191,6 +185,22 @@ func demoReply(req thread.ModelRequest, prompt string) []thread.Delta {
 		return words(listText(prompt))
 	}
 	return words(introText(prompt, req.Call))
+}
+
+// askOrDelegate is the reply that asks the person (ask_user), hands
+// options to sub-agents (delegate), or answers as such a sub-agent; nil
+// for none of them.
+func askOrDelegate(req thread.ModelRequest, tools map[string]bool, prompt string) []thread.Delta {
+	switch {
+	case tools[AskUserTool] && reAsk.MatchString(prompt):
+		return askReply(seed(prompt, req.Call), prompt)
+	case tools[DelegateTool] && reDelegate.MatchString(prompt):
+		return delegateReply(seed(prompt, req.Call), prompt)
+	}
+	if m := reOption.FindStringSubmatch(prompt); m != nil {
+		return words(optionText(m[1], m[2]))
+	}
+	return nil
 }
 
 // AskUserTool is the client tool the demo calls when asked to ask: the

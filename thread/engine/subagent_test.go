@@ -10,16 +10,21 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/threadline/threadline/api/wire"
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/stream"
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine"
+	"github.com/threadline/threadline/thread/threadtest"
+	twait "github.com/threadline/threadline/thread/threadtest/wait"
 )
 
 // subModel answers by its prompt, so that one model serves a parent and
 // its sub-agents: "fan:a,b,c" delegates a, b and c at once; "nest"
 // delegates "nest" again, "deep" delegates "block"; "block" streams a word and waits for its
-// cancel; "barrier:x" waits until barrier children have started (so
+// cancel; "paced:x" sends 40 words 5ms apart, "burst:x" at once; "barrier:x" waits until barrier children have started (so
 // children that run one after another never end); anything else answers
 // "answer to <prompt>". A step after tool calls sums their results up.
 type subModel struct {
@@ -92,6 +97,16 @@ func (m *subModel) Stream(ctx context.Context, req thread.ModelRequest, on func(
 			return res, fmt.Errorf("the other children never started: they do not run in parallel")
 		}
 		return thread.ModelResult{StopReason: thread.StopDone}, on(text("answer to " + prompt))
+	case strings.HasPrefix(prompt, "paced:"), strings.HasPrefix(prompt, "burst:"):
+		for i := range 40 {
+			if strings.HasPrefix(prompt, "paced:") {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := on(text(fmt.Sprintf("w%d ", i))); err != nil {
+				return res, err
+			}
+		}
+		return thread.ModelResult{StopReason: thread.StopDone}, nil
 	default:
 		for _, w := range strings.SplitAfter("answer to "+prompt, " ") {
 			if err := on(text(w)); err != nil {
@@ -306,5 +321,66 @@ func TestSubagentCancelCascade(t *testing.T) {
 	}
 	if got, want := lines(replay(t, st, tid, r.ID)), lines(all); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("replay (a grandchild's events within) differs from the live stream:\n got %s\nwant %s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSubagentSpans: a child run's invoke_agent span is a child of its
+// parent's execute_tool delegate span, in the same trace.
+func TestSubagentSpans(t *testing.T) {
+	t.Parallel()
+	m := newSubModel(0)
+	svc, exp := traceSetup(t, m, engine.Config{Tools: registry(t)})
+	go func() {
+		for range m.started {
+		}
+	}()
+	runAgent(t, svc, "fan:a,b", thread.RunConfig{})
+	var spans tracetest.SpanStubs
+	twait.Eventually(t, 30*time.Second, func() bool {
+		spans = exp.GetSpans()
+		return len(named(spans, "invoke_agent threadline")) == 3
+	}, "not three invoke_agent spans within 30 s; got %v spans", func() any { return len(spans) })
+	delegates := named(spans, "execute_tool delegate")
+	if len(delegates) != 2 {
+		t.Fatalf("execute_tool delegate spans: got %d, want 2", len(delegates))
+	}
+	parents := map[string]bool{}
+	for _, d := range delegates {
+		parents[d.SpanContext.SpanID().String()] = true
+	}
+	children := 0
+	for _, s := range named(spans, "invoke_agent threadline") {
+		if parents[s.Parent.SpanID().String()] {
+			children++
+			if s.SpanContext.TraceID() != delegates[0].SpanContext.TraceID() {
+				t.Fatalf("a child's span is in trace %s, want the parent's %s", s.SpanContext.TraceID(), delegates[0].SpanContext.TraceID())
+			}
+		}
+	}
+	if children != 2 {
+		t.Fatalf("invoke_agent spans under a delegate span: got %d, want 2", children)
+	}
+}
+
+// TestSubagentCommitsParentFirst: a parent whose first step ends within
+// its start linger (its start not written yet) commits its start before
+// its delegate calls create children that name it.
+func TestSubagentCommitsParentFirst(t *testing.T) {
+	t.Parallel()
+	m := newSubModel(0)
+	go func() {
+		for range m.started {
+		}
+	}()
+	st := threadtest.New()
+	svc := engine.New(st, stream.New[thread.Event](256), models{m: m}, nil,
+		engine.Config{Tools: registry(t), StartLinger: time.Minute})
+	svc.Start()
+	shutdownAtCleanup(t, svc)
+	_, r, evs := runAgent(t, svc, "fan:a,b", thread.RunConfig{})
+	for _, p := range reply(t, evs, r).Content {
+		if p.Type == checkpoint.PartToolCall && (p.IsError || p.Subagent == nil) {
+			t.Fatalf("call %s: got %s isError %v, want its child's answer", p.ToolCallID, p.Result, p.IsError)
+		}
 	}
 }

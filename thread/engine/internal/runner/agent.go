@@ -40,6 +40,9 @@ type turnRun struct {
 	// child run to its assistant message.
 	children      atomic.Int32
 	childMessages map[uuid.UUID]uuid.UUID
+	// commitStart commits the run's start now unless it is committed or
+	// being committed (nil: nothing to commit).
+	commitStart func()
 }
 
 // add logs rec as the next event and folds it in.

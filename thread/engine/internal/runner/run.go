@@ -73,6 +73,7 @@ func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, 
 		w.Started(true)
 		started <- nil
 	}
+	t.commitStart = commitStart
 	var linger *time.Timer
 	if s.cfg.StartLinger > 0 {
 		linger = time.AfterFunc(s.cfg.StartLinger, commitStart)

@@ -81,7 +81,7 @@ func (s *Runner) canDelegate(cfg thread.RunConfig, depth int) bool {
 // in the parent's log as a subagent record.
 func (t *turnRun) delegate(ctx context.Context, cfg thread.RunConfig, c pendingCall) thread.ToolOutput {
 	s := t.s
-	if s.cfg.Subagents == nil || !cfg.Allows(DelegateTool) {
+	if s.cfg.Tools == nil || !cfg.Allows(DelegateTool) {
 		return tool.ErrorResult(fmt.Sprintf("there is no tool %q in this run", c.name))
 	}
 	var args struct {
@@ -99,11 +99,33 @@ func (t *turnRun) delegate(ctx context.Context, cfg thread.RunConfig, c pendingC
 	if n := t.children.Add(1); int(n) > s.cfg.SubagentMaxChildren {
 		return tool.ErrorResult(fmt.Sprintf("not run: a run may start at most %d sub-agents (THREADLINE_SUBAGENT_MAX_CHILDREN)", s.cfg.SubagentMaxChildren))
 	}
+	if res, ok := t.durableStart(ctx); !ok {
+		return res
+	}
 	d := Delegation{Caller: t.ar.thread.Caller, Parent: t.ar.run, CallID: c.id, ThreadID: uuid.New(), Depth: depth,
 		Task: args.Task, Title: strings.TrimSpace(args.Title), Config: childConfig(cfg)}
 	s.subs.spans.Store(d.ThreadID, trace.SpanContextFromContext(ctx))
 	defer s.subs.spans.Delete(d.ThreadID)
 	return s.cfg.Subagents.Delegate(ctx, d, func(ev thread.Event) { t.addSub(c.id, d.ThreadID, ev) })
+}
+
+// durableStart commits the run's start, if its linger has not yet, and
+// waits for it: a child thread names its parent's thread and run, which
+// must exist first. It answers the call's error when the start could not
+// be written or ctx ended first.
+func (t *turnRun) durableStart(ctx context.Context) (thread.ToolOutput, bool) {
+	if t.commitStart != nil {
+		t.commitStart()
+	}
+	select {
+	case <-t.w.StartDone():
+	case <-ctx.Done():
+		return tool.ErrorResult("cancelled"), false
+	}
+	if t.w.Failed() {
+		return tool.ErrorResult("not run: the run's start could not be written"), false
+	}
+	return thread.ToolOutput{}, true
 }
 
 // childConfig is a sub-agent's run_config: its parent's, without the
