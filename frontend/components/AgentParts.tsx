@@ -12,8 +12,8 @@ import type {
 } from "@assistant-ui/react";
 import { MessagePartPrimitive, MessagePrimitive, useAuiState } from "@assistant-ui/react";
 import Link from "next/link";
-import { useContext, useEffect, useId, useState, type FC, type FormEvent } from "react";
-import type { AnswerRefusal } from "@/lib/reducer";
+import { useCallback, useContext, useEffect, useId, useState, type FC, type FormEvent } from "react";
+import { subagentKey, type AnswerRefusal } from "@/lib/reducer";
 import { DELEGATE_TOOL, SUBAGENT_STATUS_LABEL, delegateArgs, subagentStatus } from "@/lib/subagents";
 import type { SubagentRef } from "@/lib/types";
 import { SubagentLoaderContext } from "./context";
@@ -280,6 +280,12 @@ const Delegate: FC<ToolCallMessagePartProps> = (part) => {
   const { seconds } = useRunningTime(status === "running");
   const bodyId = useId();
   const empty = messages.length === 0;
+  // A sub-agent's own delegate cards load within this call's child.
+  const nestedLoad = useCallback(
+    (m: string, c: string, r: SubagentRef, path: readonly string[] = []) =>
+      load ? load(m, c, r, [subagentKey(messageId, part.toolCallId), ...path]) : Promise.resolve(),
+    [load, messageId, part.toolCallId],
+  );
   const childThread = ref?.thread_id;
   const childRun = ref?.run_id ?? "";
   useEffect(() => {
@@ -320,7 +326,9 @@ const Delegate: FC<ToolCallMessagePartProps> = (part) => {
             </>
           ) : (
             <div className="subagent-messages">
-              <MessagePartPrimitive.Messages components={SUB_MESSAGES} />
+              <SubagentLoaderContext.Provider value={load ? nestedLoad : null}>
+                <MessagePartPrimitive.Messages components={SUB_MESSAGES} />
+              </SubagentLoaderContext.Provider>
             </div>
           )}
           {part.isError && part.result !== undefined ? (

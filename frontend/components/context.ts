@@ -8,5 +8,5 @@ export const ThreadIdContext = createContext<string | null>(null);
  * loadSubagent); null where no controller runs (a shared view).
  */
 export const SubagentLoaderContext = createContext<
-  ((messageId: string, toolCallId: string, ref: { thread_id: string; run_id: string }) => Promise<void>) | null
+  ((messageId: string, toolCallId: string, ref: { thread_id: string; run_id: string }, path?: readonly string[]) => Promise<void>) | null
 >(null);

@@ -303,15 +303,16 @@ export class ThreadController {
    * Loads a delegate call's child thread into the call's state: a card
    * opened after a reload (no live events brought it), a child still running
    * when the page rejoined, a child whose end the stream did not bring.
+   * path: the calls a nested sub-agent is within (ChatAction subagent_load).
    * Failures leave the card as it was (it says what the call's result says).
    */
-  loadSubagent = async (messageId: string, toolCallId: string, ref: SubagentRef): Promise<void> => {
-    const key = subagentKey(messageId, toolCallId);
+  loadSubagent = async (messageId: string, toolCallId: string, ref: SubagentRef, path: readonly string[] = []): Promise<void> => {
+    const key = [...path, subagentKey(messageId, toolCallId)].join("/");
     if (this.subagentLoads.has(key)) return;
     this.subagentLoads.add(key);
     try {
       const snapshot = await getSnapshot(ref.thread_id);
-      if (snapshot) this.dispatch({ type: "subagent_load", messageId, toolCallId, threadId: ref.thread_id, runId: ref.run_id, snapshot });
+      if (snapshot) this.dispatch({ type: "subagent_load", messageId, toolCallId, threadId: ref.thread_id, runId: ref.run_id, snapshot, path });
     } catch {
       /* the card keeps what it has */
     } finally {

@@ -104,7 +104,8 @@ export type ChatAction =
   | { type: "answer_refused"; messageId: string; message: string }
   | { type: "dismiss_notice" }
   /** A sub-agent's thread as loaded (GET /threads/{child}/messages): after a reload, or to settle its end. */
-  | { type: "subagent_load"; messageId: string; toolCallId: string; threadId: string; runId: string; snapshot: ThreadSnapshot };
+  /** path: the keys of the calls a nested sub-agent is within, outermost first. */
+  | { type: "subagent_load"; messageId: string; toolCallId: string; threadId: string; runId: string; snapshot: ThreadSnapshot; path?: readonly string[] };
 
 export const emptyRepository: WireRepository = { headId: null, messages: [] };
 
@@ -170,6 +171,13 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
 }
 
 function applySubagentLoad(state: ChatState, action: Extract<ChatAction, { type: "subagent_load" }>): ChatState {
+  const [outer, ...rest] = action.path ?? [];
+  if (outer !== undefined) {
+    const within = state.subagents[outer];
+    if (!within) return state;
+    const chat = applySubagentLoad(within.chat, { ...action, path: rest });
+    return chat === within.chat ? state : { ...state, subagents: { ...state.subagents, [outer]: { ...within, chat } } };
+  }
   const key = subagentKey(action.messageId, action.toolCallId);
   const prev = state.subagents[key];
   const chat = chatReducer(prev?.chat ?? initialChatState, { type: "load", snapshot: action.snapshot });

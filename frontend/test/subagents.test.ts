@@ -192,3 +192,35 @@ test("convert gives a delegate call its child's conversation as messages, and th
   const third = toExportedRepository(s2.repository, s2.errors, s2.refusals, s2.subagents);
   assert.equal(third.messages.find((m) => m.message.id === "pa")!.message, pa2);
 });
+
+test("a nested sub-agent's events and its load land in its own call, within its parent's child", () => {
+  // The child "cr" of call c1 delegates in turn: call g1 of its reply "ca" runs grandchild "gr".
+  const grand = [msg("gu", "user", "gr", [{ type: "text", text: "dig" }]), msg("ga", "assistant", "gr", [], { type: "running" })];
+  const childWithCall = [
+    msg("cu", "user", "cr", [{ type: "text", text: "look at A" }]),
+    msg("ca", "assistant", "cr", [call("g1", { task: "dig" })], { type: "running" }),
+  ];
+  const nested = (sequence: number, event: RunEvent): RunEvent =>
+    sub(sequence, { type: "subagent", run_id: "cr", sequence: sequence, message_id: "ca", tool_call_id: "g1", thread_id: "g", child_run_id: "gr", event });
+  let s = fold(setup(), [
+    sub(2, snap("cr", 1, CHILD, childWithCall, "running")),
+    nested(3, snap("gr", 1, "g", grand, "running")),
+    nested(4, { type: "token", run_id: "gr", sequence: 2, message_id: "ga", text: "deep" }),
+  ]);
+  const outer = subagentKey("pa", "c1");
+  const inner = subagentKey("ca", "g1");
+  assert.equal(childText(s.subagents[outer]!.chat, inner), "deep");
+  // A reload's load of the grandchild goes to the same place.
+  const loaded: ThreadSnapshot = {
+    thread_id: "g",
+    checkpoint_id: null,
+    messages: [grand[0]!, { ...grand[1]!, content: [{ type: "text", text: "deep down" }], status: { type: "complete", reason: "stop" } }],
+    messageRepository: snap("gr", 9, "g", [grand[0]!, { ...grand[1]!, content: [{ type: "text", text: "deep down" }], status: { type: "complete", reason: "stop" } }], "succeeded").messageRepository!,
+    active_run: null,
+  };
+  s = chatReducer(s, { type: "subagent_load", messageId: "ca", toolCallId: "g1", threadId: "g", runId: "gr", snapshot: loaded, path: [outer] });
+  assert.equal(childText(s.subagents[outer]!.chat, inner), "deep down");
+  assert.equal(s.subagents[inner], undefined, "nothing at the top level");
+  // A path to a call the page does not have changes nothing.
+  assert.equal(chatReducer(s, { type: "subagent_load", messageId: "ca", toolCallId: "g1", threadId: "g", runId: "gr", snapshot: loaded, path: ["nope"] }), s);
+});
