@@ -19,6 +19,7 @@ import { isImageType, typeRefusal } from "@/lib/attachments";
 import type { RunError } from "@/lib/reducer";
 import { refocusAfterRender } from "@/lib/refocus";
 import { DATA, Reasoning, TOOLS } from "./AgentParts";
+import { BranchNameControl, pickerName, useBranchLabels } from "./BranchLabel";
 import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
@@ -291,6 +292,12 @@ const ImageOpener: FC = () => {
  */
 const BranchPicker: FC = () => {
   const index = useAuiState((s) => s.message.index);
+  const messageId = useAuiState((s) => s.message.id);
+  const number = useAuiState((s) => s.message.branchNumber);
+  const count = useAuiState((s) => s.message.branchCount);
+  const threadId = useContext(ThreadIdContext);
+  const name = useBranchLabels(threadId)[messageId];
+  const title = pickerName(number, count, name);
   const keepFocus = (label: string) =>
     refocusAfterRender(() => {
       const picker = document.querySelector<HTMLElement>(`[data-testid="branch-picker"][data-index="${index}"]`);
@@ -299,7 +306,15 @@ const BranchPicker: FC = () => {
       return same && !same.disabled ? same : picker?.querySelector<HTMLButtonElement>("button:not(:disabled)");
     });
   return (
-    <BranchPickerPrimitive.Root hideWhenSingleBranch className="branch-picker" data-testid="branch-picker" data-index={index}>
+    <BranchPickerPrimitive.Root
+      hideWhenSingleBranch
+      className="branch-picker"
+      data-testid="branch-picker"
+      data-index={index}
+      role="group"
+      aria-label={title}
+      title={title}
+    >
       <BranchPickerPrimitive.Previous
         className="icon-button"
         aria-label="Previous branch"
@@ -314,6 +329,12 @@ const BranchPicker: FC = () => {
       <BranchPickerPrimitive.Next className="icon-button" aria-label="Next branch" title="Next branch (])" onClick={() => keepFocus("Next branch")}>
         ›
       </BranchPickerPrimitive.Next>
+      {name ? (
+        <span className="branch-label" data-testid="branch-label">
+          {name}
+        </span>
+      ) : null}
+      {threadId ? <BranchNameControl threadId={threadId} messageId={messageId} name={name} index={index} /> : null}
     </BranchPickerPrimitive.Root>
   );
 };
