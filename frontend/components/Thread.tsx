@@ -16,6 +16,7 @@ import {
 import { useContext, useEffect, useRef, useState, type FC, type ReactNode } from "react";
 import { getRun, type RunInfo } from "@/lib/api";
 import { isImageType, typeRefusal } from "@/lib/attachments";
+import { takeOfferedName, type Offered } from "@/lib/limits";
 import type { RunError } from "@/lib/reducer";
 import { refocusAfterRender } from "@/lib/refocus";
 import { DATA, Reasoning, TOOLS } from "./AgentParts";
@@ -45,8 +46,29 @@ const RetryButton: FC = () => {
  * the adapter's accept list itself (a drop, a paste) and only emits an event.
  */
 export const AttachRefusals: FC<{ onRefused: (e: RunError) => void }> = ({ onRefused }) => {
+  // The runtime's refusal names only the type: the files last dropped,
+  // pasted or picked give the name.
+  const offered = useRef<Offered[]>([]);
+  useEffect(() => {
+    const note = (files: FileList | null | undefined) => {
+      if (files?.length) offered.current = Array.from(files, (f) => ({ name: f.name, type: f.type }));
+    };
+    const onDrop = (e: DragEvent) => note(e.dataTransfer?.files);
+    const onPaste = (e: ClipboardEvent) => note(e.clipboardData?.files);
+    const onChange = (e: Event) => {
+      if (e.target instanceof HTMLInputElement && e.target.type === "file") note(e.target.files);
+    };
+    document.addEventListener("drop", onDrop, true);
+    document.addEventListener("paste", onPaste, true);
+    document.addEventListener("change", onChange, true);
+    return () => {
+      document.removeEventListener("drop", onDrop, true);
+      document.removeEventListener("paste", onPaste, true);
+      document.removeEventListener("change", onChange, true);
+    };
+  }, []);
   useAuiEvent("composer.attachmentAddError", (e) => {
-    if (e.reason === "not-accepted") onRefused(typeRefusal(e.contentType));
+    if (e.reason === "not-accepted") onRefused(typeRefusal(e.contentType, takeOfferedName(offered.current, e.contentType)));
   });
   return null;
 };
