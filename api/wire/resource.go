@@ -93,7 +93,7 @@ func NewUsage(u *thread.Usage) *Usage {
 	if u == nil {
 		return nil
 	}
-	o := Usage(*u)
+	o := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens} // the totals: a run's steps are its trace's
 	return &o
 }
 

@@ -112,7 +112,7 @@ func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, 
 	}
 	var usage *thread.Usage
 	if res.PromptTokens > 0 || res.CompletionTokens > 0 {
-		usage = &thread.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
+		usage = &thread.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, Steps: t.steps}
 	}
 	modelName := r.Model
 	if res.Model != "" && res.Model != r.Model {
