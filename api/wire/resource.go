@@ -134,7 +134,7 @@ func DomainApprovals(in []Approval) []thread.Approval {
 	}
 	out := make([]thread.Approval, len(in))
 	for i, a := range in {
-		out[i] = thread.Approval{CallID: a.ToolCallID, Approved: a.Approved, Reason: a.Reason}
+		out[i] = thread.Approval{CallID: a.ToolCallID, Approved: a.Approved, OptionID: a.OptionID, Reason: a.Reason}
 	}
 	return out
 }
