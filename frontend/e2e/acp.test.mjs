@@ -50,6 +50,7 @@ async function turnUntilPermission(page, ctx) {
   assert.deepEqual(await card.getByRole("button").allInnerTexts(), ["Allow this change", "Skip this change"]);
   const call = snap.messages.at(-1).content.find((p) => p.type === "tool-call" && p.approval);
   assert.deepEqual(call?.approval?.options?.map((o) => `${o.id}:${o.kind}`), ["allow:allow-once", "reject:reject-once"]);
+  assert.equal(await assistantMessages(page).last().getByText("permission", { exact: true }).count(), 0, "no raw permission part");
   return { threadId, card, allow };
 }
 

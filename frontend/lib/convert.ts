@@ -208,7 +208,8 @@ function assistantPart(p: WireMessagePart, waiting: boolean, perms: Permissions)
 /**
  * The parts assistant-ui renders. A plan is shown once, where it first
  * appears, as its latest version: each `plan` data part restates the whole
- * plan with its tasks' progress.
+ * plan with its tasks' progress. An agent's `permission` data part is not
+ * shown: its call's approval card holds its options.
  */
 function assistantParts(content: WireMessagePart[], waiting: boolean): AssistantPart[] {
   const out: AssistantPart[] = [];
@@ -216,7 +217,7 @@ function assistantParts(content: WireMessagePart[], waiting: boolean): Assistant
   const perms = permissionOptions(content);
   for (const p of content) {
     const part = assistantPart(p, waiting, perms);
-    if (!part) continue;
+    if (!part || (part.type === "data" && part.name === "permission")) continue;
     if (part.type === "data" && part.name === "plan") {
       if (planAt >= 0) {
         out[planAt] = part;

@@ -52,6 +52,9 @@ test("an agent's permission request: its options by name, from the data part (li
   const fromWire = { id: "call_2", options: options.slice(0, 1) };
   assert.deepEqual(approvalOf(agentTurn({ approval: fromWire })), fromWire, "a snapshot's approval as sent");
   assert.equal(approvalOf(agentTurn({ result: "done" })), undefined, "an answered call asks nothing");
+  const shown = toMessageLike(agentTurn({}), {}).content;
+  assert.ok(Array.isArray(shown));
+  assert.equal(shown.length, 2, "the permission data part is not shown: the card holds it");
 });
 
 test("the chosen option goes back as option_id beside approved", () => {
