@@ -83,7 +83,8 @@ type Usage struct {
 	// Steps is the usage of each model call (step) of an agent run that
 	// reported some, in order: what a run's trace puts on its chat spans.
 	// The run's row keeps them beside its totals; the API's usage shows
-	// only the totals.
+	// only the totals. A run of one model call keeps none (its totals are
+	// that call's).
 	Steps []StepUsage
 }
 

@@ -207,7 +207,8 @@ func TestTraceParallelTools(t *testing.T) {
 // TestTraceStepUsage: each model call's usage is on its own chat span
 // (gen_ai.usage.*), the run's span has their sum, and the run's row keeps
 // each step's usage and finish reason by the sequence its step began at,
-// which the trace built from the log puts on the same steps.
+// which the trace built from the log puts on the same steps; a run of one
+// model call keeps only its totals.
 func TestTraceStepUsage(t *testing.T) {
 	t.Parallel()
 	m := &agentScript{steps: [][]thread.Delta{{text("Calling."), call("c1", "echo", `{}`)}, {text("Done.")}},
@@ -263,6 +264,14 @@ func TestTraceStepUsage(t *testing.T) {
 	}
 	if fmt.Sprint(steps) != "[12/5 tool_call 30/2 stop]" {
 		t.Errorf("trace's chat spans: got %v, want [12/5 tool_call 30/2 stop]", steps)
+	}
+
+	// A run of one model call (the script's last step again) keeps only
+	// its totals: its chat span has them.
+	tid1, r1, _ := runAgent(t, svc, "again", thread.RunConfig{})
+	one, err := st.RunGet(context.Background(), tid1, r1.ID)
+	if err != nil || one.Usage == nil || one.Usage.Steps != nil || one.Usage.PromptTokens != 1 {
+		t.Errorf("a one-call run's usage: got %+v, %v; want 1/1 and no steps", one.Usage, err)
 	}
 }
 

@@ -29,8 +29,10 @@ type turnRun struct {
 	// the logged ids in the order the calls opened.
 	ids    map[string]string
 	opened []string
-	// steps is the usage of each step that reported some.
+	// steps is the usage of each step that reported some; calls counts
+	// the model calls.
 	steps []thread.StepUsage
+	calls int
 }
 
 // add logs rec as the next event and folds it in.
@@ -130,6 +132,7 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 		sreq.Messages = t.messages(base)
 		sctx, span := s.startChatSpan(ctx, t.ar.run)
 		from := t.seq + 1
+		t.calls++
 		sres, err := m.Stream(sctx, sreq, t.onDelta)
 		endChatSpan(ctx, span, sres, err)
 		t.stepUsage(ctx, from, sres, err)
