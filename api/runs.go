@@ -166,13 +166,15 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if more {
 			return nil
 		}
-		return o.flush()
+		if ev.Type == thread.KindToken || ev.Type == thread.KindReasoning {
+			return o.flushSoon() // held a little when a delay is set
+		}
+		return o.flush() // snapshots (the first and last event), tool calls, errors: at once
 	})
 	if err != nil || c.Request().Context().Err() != nil {
 		return s.endStream(c, o, run, onDisconnect, err)
 	}
-	o.start() // a rejoin after the last event: an empty stream
-	o.dl.refresh()
+	o.begin() // a rejoin after the last event: an empty stream
 	_ = o.flush()
 	return nil
 }
