@@ -36,6 +36,10 @@ func (t *turnRun) add(rec thread.Record) {
 	t.seq++
 	rec.Seq = t.seq
 	t.fold.Add(&rec)
+	if rec.Kind == thread.KindToken || rec.Kind == thread.KindReasoning {
+		t.w.AddSoon(rec) // may wait for the others of its hold (TokenHold)
+		return
+	}
 	t.w.Add(rec)
 }
 
