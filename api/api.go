@@ -75,12 +75,6 @@ type Config struct {
 	// (30s; negative: never), so a reader that stopped reading holds
 	// nothing for longer; it rejoins from the last sequence it read.
 	StallTimeout time.Duration
-	// StreamFlushDelay, when positive, lets a run's NDJSON stream hold a
-	// token line up to this long so that one write to the socket carries
-	// several (a stream's first and last events, and a line after a quiet
-	// spell of at least this long, go out at once). 0: every batch of
-	// events is flushed as it comes.
-	StreamFlushDelay time.Duration
 	// MaxAttachments is how many attachments one message may name (10).
 	MaxAttachments int
 	// MaxPage is the largest page of GET /threads (100, the most).

@@ -166,15 +166,13 @@ func (s *Server) stream(c echo.Context, run *thread.Run, after int64, onDisconne
 		if more {
 			return nil
 		}
-		if ev.Type == thread.KindToken || ev.Type == thread.KindReasoning {
-			return o.flushSoon() // held a little when a delay is set
-		}
-		return o.flush() // snapshots (the first and last event), tool calls, errors: at once
+		return o.flush()
 	})
 	if err != nil || c.Request().Context().Err() != nil {
 		return s.endStream(c, o, run, onDisconnect, err)
 	}
-	o.begin() // a rejoin after the last event: an empty stream
+	o.start() // a rejoin after the last event: an empty stream
+	o.dl.refresh()
 	_ = o.flush()
 	return nil
 }

@@ -34,17 +34,6 @@ type streamOut struct {
 	dl      streamDeadline
 	headers map[string]string
 	started bool
-	// delay is Config.StreamFlushDelay: flushSoon sends a batch at once
-	// only if the last flush is at least this old, else a timer sends it
-	// with whatever follows until then. mu guards the response between
-	// the stream and that timer.
-	delay   time.Duration
-	mu      sync.Mutex
-	flushed time.Time // when flushSoon's last flush went out
-	timer   *time.Timer
-	due     bool  // the timer is set
-	closed  bool  // the handler is done with the response
-	err     error // the timer's flush failed: the next write returns it
 }
 
 // openStream prepares c's response for a stream of contentType with the
@@ -63,17 +52,10 @@ func (s *Server) openStream(c echo.Context, contentType string, headers map[stri
 	_ = o.rc.SetReadDeadline(time.Time{})
 	o.dl = streamDeadline{rc: o.rc, stall: s.cfg.StallTimeout}
 	o.dl.refresh()
-	o.delay = s.cfg.StreamFlushDelay
 	return o, func() {
 		s.metrics.streams.Dec()
-		o.mu.Lock()
-		o.closed = true
-		if o.timer != nil {
-			o.timer.Stop()
-		}
 		o.bw.Reset(nil)
 		streamBufs.Put(o.bw)
-		o.mu.Unlock()
 	}
 }
 
@@ -92,89 +74,16 @@ func (o *streamOut) start() {
 	o.w.WriteHeader(http.StatusOK)
 }
 
-// begin starts the response and moves the stall deadline.
-func (o *streamOut) begin() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.start()
-	o.dl.refresh()
-}
-
 // write buffers b, starting the response and moving the stall deadline.
-// It returns the error of a flush by the timer, if one failed.
 func (o *streamOut) write(b []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.err != nil {
-		return o.err
-	}
 	o.start()
 	o.dl.refresh()
 	_, err := o.bw.Write(b)
 	return err
 }
 
-// flush sends what is buffered to the client now.
+// flush sends what is buffered to the client.
 func (o *streamOut) flush() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.due = false
-	if o.timer != nil {
-		o.timer.Stop()
-	}
-	return o.send()
-}
-
-// flushSoon sends what is buffered now if the last flush is at least
-// delay old; else it leaves it to the timer (set once per delay), which
-// sends it with whatever is written meanwhile: one write to the socket
-// for several of a stream's tokens, each held at most delay. It returns
-// the error of a flush by the timer, if one failed.
-func (o *streamOut) flushSoon() error {
-	if o.delay <= 0 {
-		return o.flush()
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.err != nil || o.due {
-		return o.err
-	}
-	wait := o.delay - time.Since(o.flushed)
-	if wait <= 0 {
-		return o.flushLocked()
-	}
-	o.due = true
-	if o.timer == nil {
-		o.timer = time.AfterFunc(wait, o.flushDue)
-	} else {
-		o.timer.Reset(wait)
-	}
-	return nil
-}
-
-// flushDue is the timer's flush (flushSoon).
-func (o *streamOut) flushDue() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed || !o.due {
-		return
-	}
-	o.due = false
-	if err := o.flushLocked(); err != nil {
-		o.err = err
-	}
-}
-
-// flushLocked sends what is buffered and notes when, for flushSoon.
-func (o *streamOut) flushLocked() error {
-	o.flushed = time.Now()
-	return o.send()
-}
-
-// send sends what is buffered (o.mu held). A flush that is not
-// flushSoon's (the first and last events) does not count as its last:
-// the first token after a snapshot goes out at once.
-func (o *streamOut) send() error {
 	if err := o.bw.Flush(); err != nil {
 		return err
 	}

@@ -353,7 +353,8 @@ func (s *Server) uiStream(c echo.Context, run *thread.Run, after int64, onDiscon
 	enc := &uiEncoder{run: run}
 	var buf []byte
 	err := s.svc.FollowRun(ctx, caller(c), run, 0, func(ev thread.Event, more bool) error {
-		o.begin()
+		o.start()
+		o.dl.refresh()
 		chunks := enc.add(&ev)
 		if enc.done {
 			chunks = append(chunks, s.uiFinish(ctx, c, run, enc.status))

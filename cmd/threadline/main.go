@@ -139,7 +139,6 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	StallTimeout      time.Duration
-	StreamFlushDelay  time.Duration
 	MaxConns          int
 	// Limits (0: off).
 	MaxAttachments    int
@@ -253,7 +252,6 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.WriteTimeout, "write-timeout", "THREADLINE_WRITE_TIMEOUT", time.Minute, "how long a response may take to write, except NDJSON streams (see --stall-timeout)")
 	e.dur(&cfg.IdleTimeout, "idle-timeout", "THREADLINE_IDLE_TIMEOUT", time.Minute, "how long an idle keep-alive connection stays open")
 	e.dur(&cfg.StallTimeout, "stall-timeout", "THREADLINE_STALL_TIMEOUT", api.DefaultStallTimeout, "a stream whose client reads nothing for this long is ended; the client rejoins from its last sequence")
-	e.dur(&cfg.StreamFlushDelay, "stream-flush-delay", "THREADLINE_STREAM_FLUSH_DELAY", 0, "how long a run's stream may hold a token line to send it with the next ones in one write (0: every batch at once); the first and last events are never held")
 	e.num(&maxConns, "max-conns", "THREADLINE_MAX_CONNS", 8192, "connections open at once; more are answered 503 with Retry-After and closed (0: no cap)")
 	var maxAtts, maxPage, streamsPC, rejoinsPR, runsPC, msgsPT, maxRuns, maxStreams, logPage int64
 	e.num(&maxAtts, "max-attachments", "THREADLINE_MAX_ATTACHMENTS", api.DefaultMaxAttachments, "attachments one message may name (413 over it)")
@@ -484,7 +482,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	srv = api.New(svc, api.Config{
 		APIKeys: cfg.APIKeys, MaxBody: cfg.MaxBody, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit,
 		Logger: log, Registry: reg, Ready: st.Ping, Attachments: st, MaxAttachment: cfg.MaxAttachment, AttachmentTypes: cfg.AttachmentTypes,
-		StallTimeout: stallTimeout(cfg.StallTimeout), StreamFlushDelay: cfg.StreamFlushDelay, MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
+		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
 		Tools: tools, Raw: st, Trace: st, Shares: st, Search: st,

@@ -118,7 +118,7 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline-bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.StringVar(&o.floorBin, "floor-bin", "", "with --with-floor: the binary to run with 'floor' (default: this executable)")
 	fs.BoolVar(&o.withFloor, "with-floor", false, "after each K's Threadline measurement, measure the floor at the same K in the same run (see --floor); the summary names the K where each one's p99 added delay first reaches the goal's bound")
-	fs.Func("server-env", "child mode: KEY=VALUE added to each K's service's environment, after the bench's own settings (repeatable), e.g. THREADLINE_STREAM_FLUSH_DELAY=20ms", func(kv string) error {
+	fs.Func("server-env", "child mode: KEY=VALUE added to each K's service's environment, after the bench's own settings (repeatable), e.g. THREADLINE_TOKEN_HOLD=20ms", func(kv string) error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("%q is not KEY=VALUE", kv)
 		}

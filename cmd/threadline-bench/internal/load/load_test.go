@@ -63,9 +63,9 @@ func TestBenchLoadSmall(t *testing.T) {
 	args := []string{"--k", "5", "--tokens", "20", "--rate", "200", "--rejoin-share", "0.4", "--ramp", "200ms",
 		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin,
 		"--with-floor", "--floor-bin", binary(t, "threadline-bench"),
-		// Streams that hold tokens a little (api.Config.StreamFlushDelay)
-		// still deliver each exactly once, rejoins included.
-		"--server-env", "THREADLINE_STREAM_FLUSH_DELAY=20ms"}
+		// Runs that hold tokens a little (engine.Config.TokenHold) still
+		// deliver each exactly once, rejoins included.
+		"--server-env", "THREADLINE_TOKEN_HOLD=20ms"}
 	getenv := func(string) string { return "" }
 	if err := Run(ctx, args, getenv, &stdout, &stderr); err != nil {
 		t.Fatalf("bench load: %v\nstderr:\n%s", err, stderr.String())
@@ -82,7 +82,7 @@ func TestBenchLoadSmall(t *testing.T) {
 	checkLoadRuns(t, &r)
 	checkLoadDelays(t, &r)
 	checkLoadServer(t, &r)
-	if !strings.Contains(r.Target, "THREADLINE_STREAM_FLUSH_DELAY=20ms") {
+	if !strings.Contains(r.Target, "THREADLINE_TOKEN_HOLD=20ms") {
 		t.Errorf("target %q does not name the service's extra environment", r.Target)
 	}
 	for what, v := range map[string]*float64{"server_cpu_us_per_token": r.ServerCPUPerToken, "db_cpu_us_per_token": r.DBCPUPerToken} {
@@ -252,7 +252,7 @@ func TestBenchLoadFlags(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--with-floor", "--floor"}, "does not go with --floor"},
 		{[]string{"--with-floor", "--url", "http://127.0.0.1:8080"}, "do not go with --url"},
-		{[]string{"--server-env", "THREADLINE_STREAM_FLUSH_DELAY=20ms", "--server-env", "GOGC=200"}, ""},
+		{[]string{"--server-env", "THREADLINE_TOKEN_HOLD=20ms", "--server-env", "GOGC=200"}, ""},
 		{[]string{"--server-env", "GOGC"}, "not KEY=VALUE"},
 		{[]string{"--server-env", "=1"}, "not KEY=VALUE"},
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline/threadline/api"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // streamChunks posts a run and returns its stream as the HTTP chunks the
@@ -68,15 +68,13 @@ func tokenChunks(chunks [][]byte) int {
 	return n
 }
 
-// TestStreamFlushDelayHoldsTokens: with a flush delay, a stream's first
-// token goes out at once and the next ones wait for the delay or for the
-// next event that is not a token (here the final snapshot, the delay being
-// an hour), all in one write; every token still arrives once, in order.
-func TestStreamFlushDelayHoldsTokens(t *testing.T) {
+// TestTokenHold: with a token hold (engine.Config.TokenHold) of an hour, a
+// run's first token is committed and streamed at once and the others wait
+// for its end, which commits, publishes and streams them in one batch with
+// the final snapshot: every token arrives once, in order.
+func TestTokenHold(t *testing.T) {
 	t.Parallel()
-	// Few enough tokens for their lines to fit in the stream's buffer: a
-	// full buffer is written whatever the delay.
-	e := setup(t, withTokens(20), withDelay(5*time.Millisecond), withAPI(func(c *api.Config) { c.StreamFlushDelay = time.Hour }))
+	e := setup(t, withTokens(20), withDelay(5*time.Millisecond), withService(func(c *engine.Config) { c.TokenHold = time.Hour }))
 	chunks := e.streamChunks(newID())
 	evs := readEvents(t, bytes.NewReader(bytes.Join(chunks, nil)))
 	checkRun(t, evs)
@@ -85,32 +83,5 @@ func TestStreamFlushDelayHoldsTokens(t *testing.T) {
 	}
 	if got := tokenChunks(chunks); got > 2 {
 		t.Fatalf("tokens came in %d writes, want at most 2 (the first token, then the rest with the final snapshot)", got)
-	}
-	// Past the first token's write, tokens wait for the final snapshot.
-	first := true
-	for _, c := range chunks {
-		if !bytes.Contains(c, []byte(`"type":"token"`)) {
-			continue
-		}
-		if !first && !bytes.Contains(c, []byte(`"run_status":"succeeded"`)) {
-			t.Fatalf("tokens went out in %q, want them held until the final snapshot", c)
-		}
-		first = false
-	}
-}
-
-// TestStreamFlushDelayTimer: a held token goes out when the delay runs out,
-// without waiting for the run's next event: a run of about a second with
-// a 30 ms delay is written in more than the first token's write and the
-// final one, and in fewer writes than it has tokens.
-func TestStreamFlushDelayTimer(t *testing.T) {
-	t.Parallel()
-	e := setup(t, withTokens(50), withDelay(20*time.Millisecond), withAPI(func(c *api.Config) { c.StreamFlushDelay = 30 * time.Millisecond }))
-	chunks := e.streamChunks(newID())
-	evs := readEvents(t, bytes.NewReader(bytes.Join(chunks, nil)))
-	checkRun(t, evs)
-	got := tokenChunks(chunks)
-	if got < 3 || got >= 50 {
-		t.Fatalf("tokens came in %d writes, want between 3 and 49", got)
 	}
 }
