@@ -121,6 +121,9 @@ func (s *Server) patchThread(c echo.Context) error {
 		u.Title = body.Title
 	}
 	if body.Metadata != nil {
+		if err := s.checkBranchLabels(c.Request().Context(), caller(c), id, body.Metadata); err != nil {
+			return err
+		}
 		u.Metadata, _ = json.Marshal(body.Metadata)
 	}
 	t, err := s.svc.UpdateThread(c.Request().Context(), caller(c), id, u)

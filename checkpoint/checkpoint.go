@@ -60,6 +60,16 @@ type Part struct {
 
 	Filename string
 	MimeType string
+
+	// Subagent, on a delegate tool-call part, names the child thread and
+	// run the call started, once it started.
+	Subagent *SubagentRef
+}
+
+// SubagentRef names a sub-agent's thread and run.
+type SubagentRef struct {
+	ThreadID uuid.UUID
+	RunID    uuid.UUID
 }
 
 // Part types.

@@ -36,6 +36,12 @@ const (
 	recToolCall   = 'c' // call id, tool name, arguments piece
 	recToolResult = 'x' // call id, is-error byte, result
 	recData       = 'd' // name, value
+	// recSubagent is a child run's record in its parent's log: the
+	// delegate call's id, the child's thread, run and message ids (16
+	// bytes each), the child record's sequence, and the child record as a
+	// live segment of one record (itself a subagent record for a
+	// grandchild's).
+	recSubagent = 'a'
 )
 
 func appendString(b []byte, s string) []byte {
@@ -129,8 +135,51 @@ func appendAgentRecord(b []byte, r *thread.Record) ([]byte, bool) {
 		b = append(b, recData)
 		b = appendString(b, r.Name)
 		return appendString(b, string(r.Data)), true
+	case thread.KindSubagent:
+		if r.Sub == nil {
+			return b, false
+		}
+		inner, err := appendSegment(nil, []thread.Record{r.Sub.Record}, false, "")
+		if err != nil {
+			return b, false
+		}
+		b = append(b, recSubagent)
+		b = appendString(b, r.CallID)
+		b = append(b, r.Sub.ThreadID[:]...)
+		b = append(b, r.Sub.RunID[:]...)
+		b = append(b, r.Sub.MessageID[:]...)
+		b = binary.AppendVarint(b, r.Sub.Record.Seq)
+		return appendString(b, string(inner)), true
 	}
 	return b, false
+}
+
+// readSubagent reads a subagent record's fields after its call id.
+func readSubagent(b []byte, r *thread.Record) ([]byte, bool) {
+	if len(b) < 48 {
+		return nil, false
+	}
+	sub := &thread.SubRecord{}
+	copy(sub.ThreadID[:], b[:16])
+	copy(sub.RunID[:], b[16:32])
+	copy(sub.MessageID[:], b[32:48])
+	b = b[48:]
+	seq, k := binary.Varint(b)
+	if k <= 0 {
+		return nil, false
+	}
+	b = b[k:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return nil, false
+	}
+	recs, err := decodeSegment(seq, seq, b[k:k+int(n)], "")
+	if err != nil || len(recs) != 1 {
+		return nil, false
+	}
+	sub.Record = recs[0]
+	r.Kind, r.Sub = thread.KindSubagent, sub
+	return b[k+int(n):], true
 }
 
 // readRecord reads the fields of a record of kind into r from b and
@@ -175,6 +224,12 @@ func readRecord(kind byte, b []byte, r *thread.Record) (rest []byte, ok bool) {
 	case recData:
 		r.Kind, r.Name = thread.KindData, str()
 		r.Data = rawJSON(str())
+	case recSubagent:
+		r.CallID = str()
+		if !ok {
+			return nil, false
+		}
+		return readSubagent(b, r)
 	default:
 		return nil, false
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -314,5 +315,47 @@ func TestUUIDArrayAllocs(t *testing.T) {
 	one, hundred := allocs(many[:1]), allocs(many)
 	if err != nil || hundred > one {
 		t.Fatalf("encoding 100 ids: %v allocations against %v for one (err %v), want no more", hundred, one, err)
+	}
+}
+
+// TestSubagentRecordsRoundTrip: a child's records in its parent's log
+// (every kind a child streams) decode to what was written, in both
+// formats, and a cut segment does not decode.
+func TestSubagentRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
+	child := thread.SubRecord{ThreadID: uuid.New(), RunID: uuid.New(), MessageID: uuid.New()}
+	sub := func(r thread.Record) *thread.SubRecord { c := child; c.Record = r; return &c }
+	recs := []thread.Record{
+		{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1},
+		{Seq: 2, Kind: thread.KindToolCall, CallID: "c1", Name: "delegate", Text: `{"task":"x"}`},
+		{Seq: 3, Kind: thread.KindSubagent, CallID: "c1", Sub: sub(thread.Record{Seq: 1, Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: 1})},
+		{Seq: 4, Kind: thread.KindSubagent, CallID: "c1", Sub: sub(thread.Record{Seq: 2, Kind: thread.KindToken, Text: "hé"})},
+		{Seq: 5, Kind: thread.KindSubagent, CallID: "c1", Sub: sub(thread.Record{Seq: 3, Kind: thread.KindToolResult, CallID: "k", Data: []byte(`1`), IsError: true})},
+		{Seq: 6, Kind: thread.KindSubagent, CallID: "c1", Sub: sub(thread.Record{Seq: 4, Kind: thread.KindError, Code: "model_error", Text: "boom"})},
+		{Seq: 7, Kind: thread.KindToolResult, CallID: "c1", Data: []byte(`"done"`)},
+		{Seq: 8, Kind: thread.KindToken, Text: "ok"},
+		{Seq: 9, Kind: thread.KindSnapshot, Status: thread.RunSucceeded, TreeSeq: 2},
+	}
+	for _, compact := range []bool{false, true} {
+		data, err := encodeSegment(recs, compact, "ok")
+		if err != nil {
+			t.Fatalf("compact %v: encode: %v", compact, err)
+		}
+		in := ""
+		if compact {
+			in = "ok"
+		}
+		got, err := decodeSegment(1, 9, data, in)
+		if err != nil {
+			t.Fatalf("compact %v: decode: %v", compact, err)
+		}
+		if !reflect.DeepEqual(got, recs) {
+			t.Fatalf("compact %v:\n got %+v\nwant %+v", compact, got, recs)
+		}
+		for cut := 1; cut < len(data); cut++ {
+			if got, err := decodeSegment(1, 9, data[:cut], in); err == nil {
+				t.Fatalf("a segment cut at %d of %d bytes decoded: %v", cut, len(data), got)
+			}
+		}
 	}
 }

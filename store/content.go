@@ -10,6 +10,7 @@ package store
 import (
 	"encoding/json"
 
+	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 )
 
@@ -36,6 +37,14 @@ type storedPart struct {
 
 	Filename string `json:"filename,omitempty"`
 	MimeType string `json:"mimeType,omitempty"`
+
+	Subagent *storedSubagent `json:"subagent,omitempty"`
+}
+
+// storedSubagent is a delegate call part's child thread and run.
+type storedSubagent struct {
+	ThreadID uuid.UUID `json:"thread_id"`
+	RunID    uuid.UUID `json:"run_id"`
 }
 
 // unmarshalParts decodes stored parts.
@@ -49,7 +58,13 @@ func unmarshalParts(b []byte) ([]checkpoint.Part, error) {
 	}
 	out := make([]checkpoint.Part, len(sp))
 	for i := range sp {
-		out[i] = checkpoint.Part(sp[i])
+		p := sp[i]
+		out[i] = checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
+			Args: p.Args, ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data,
+			SourceType: p.SourceType, ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
+		if p.Subagent != nil {
+			out[i].Subagent = &checkpoint.SubagentRef{ThreadID: p.Subagent.ThreadID, RunID: p.Subagent.RunID}
+		}
 	}
 	return out, nil
 }
@@ -100,6 +115,10 @@ func partShape(p *checkpoint.Part) any {
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
+		var sub *storedSubagent
+		if p.Subagent != nil {
+			sub = &storedSubagent{p.Subagent.ThreadID, p.Subagent.RunID}
+		}
 		if p.Result == nil {
 			return struct {
 				Type       string          `json:"type"`
@@ -107,7 +126,8 @@ func partShape(p *checkpoint.Part) any {
 				ToolName   string          `json:"toolName"`
 				Args       json.RawMessage `json:"args"`
 				ArgsText   string          `json:"argsText"`
-			}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText}
+				Subagent   *storedSubagent `json:"subagent,omitempty"`
+			}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, sub}
 		}
 		return struct {
 			Type       string          `json:"type"`
@@ -117,7 +137,8 @@ func partShape(p *checkpoint.Part) any {
 			ArgsText   string          `json:"argsText"`
 			Result     json.RawMessage `json:"result"`
 			IsError    bool            `json:"isError"`
-		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError}
+			Subagent   *storedSubagent `json:"subagent,omitempty"`
+		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError, sub}
 	case checkpoint.PartData:
 		return struct {
 			Type string          `json:"type"`
@@ -140,7 +161,9 @@ func partShape(p *checkpoint.Part) any {
 			Data     json.RawMessage `json:"data"`
 		}{p.Type, p.Filename, p.MimeType, orNull(p.Data)}
 	}
-	return (*storedPart)(p)
+	return &storedPart{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
+		Args: p.Args, ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data,
+		SourceType: p.SourceType, ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
 }
 
 func orNull(b json.RawMessage) json.RawMessage {

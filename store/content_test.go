@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/threadline/threadline/api/wire/wiretest"
+	"github.com/threadline/threadline/checkpoint"
 )
 
 // TestStorageGolden: the checkpoint and run columns are written byte for
@@ -69,5 +72,29 @@ func TestStorageGolden(t *testing.T) {
 				t.Errorf("%s line %d is not JSON", file, i+1)
 			}
 		}
+	}
+}
+
+// TestSubagentPartRoundTrip: a delegate call's part keeps its child
+// thread and run through the column's codec, answered or not, and a part
+// without one stores no subagent field.
+func TestSubagentPartRoundTrip(t *testing.T) {
+	t.Parallel()
+	ref := &checkpoint.SubagentRef{ThreadID: uuid.New(), RunID: uuid.New()}
+	parts := []checkpoint.Part{
+		{Type: checkpoint.PartToolCall, ToolCallID: "d1", ToolName: "delegate", Args: json.RawMessage(`{"task":"x"}`), ArgsText: `{"task":"x"}`, Subagent: ref},
+		{Type: checkpoint.PartToolCall, ToolCallID: "d2", ToolName: "delegate", Args: json.RawMessage(`{}`), Result: json.RawMessage(`"ok"`), Subagent: ref},
+		{Type: checkpoint.PartToolCall, ToolCallID: "c1", ToolName: "calculator", Args: json.RawMessage(`{}`), Result: json.RawMessage(`1`)},
+	}
+	b := marshalParts(parts)
+	if bytes.Count(b, []byte(`"subagent":{"thread_id":"`+ref.ThreadID.String()+`","run_id":"`+ref.RunID.String()+`"}`)) != 2 {
+		t.Fatalf("stored: %s, want the child named on the two delegate parts", b)
+	}
+	got, err := unmarshalParts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, parts) {
+		t.Fatalf("read back:\n got %+v\nwant %+v", got, parts)
 	}
 }

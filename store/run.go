@@ -137,7 +137,8 @@ func openArgs(b *pgx.Batch, in thread.RunCreate) (want int64, message *uuid.UUID
 		if len(md) == 0 {
 			md = json.RawMessage(`{}`)
 		}
-		b.Queue(sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt)
+		pt, pr, pm, pc := parentCols(t)
+		b.Queue(sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt, pt, pr, pm, pc, t.Depth)
 	}
 	want, parent = in.Run.TreeSeq, in.Run.ParentID
 	if in.User != nil {

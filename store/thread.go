@@ -13,14 +13,39 @@ import (
 	"github.com/threadline/threadline/thread"
 )
 
-const threadCols = `id, caller, title, metadata, coalesce(head_id, '00000000-0000-0000-0000-000000000000'), last_seq, created_at, updated_at`
+const threadCols = `id, caller, title, metadata, coalesce(head_id, '00000000-0000-0000-0000-000000000000'), last_seq, created_at, updated_at,
+	parent_thread_id, parent_run_id, parent_message_id, parent_tool_call_id, depth`
 
 func scanThread(row pgx.Row) (*thread.Thread, error) {
 	var t thread.Thread
-	if err := row.Scan(&t.ID, &t.Caller, &t.Title, &t.Metadata, &t.HeadID, &t.LastSeq, &t.CreatedAt, &t.UpdatedAt); err != nil {
+	var pt, pr, pm *uuid.UUID
+	var pc *string
+	if err := row.Scan(&t.ID, &t.Caller, &t.Title, &t.Metadata, &t.HeadID, &t.LastSeq, &t.CreatedAt, &t.UpdatedAt,
+		&pt, &pr, &pm, &pc, &t.Depth); err != nil {
 		return nil, err
 	}
+	if pt != nil {
+		t.Parent = &thread.ThreadParent{ThreadID: *pt}
+		if pr != nil {
+			t.Parent.RunID = *pr
+		}
+		if pm != nil {
+			t.Parent.MessageID = *pm
+		}
+		if pc != nil {
+			t.Parent.ToolCallID = *pc
+		}
+	}
 	return &t, nil
+}
+
+// parentCols returns t's parent columns' values (nils for a top-level
+// thread).
+func parentCols(t *thread.Thread) (pt, pr, pm *uuid.UUID, pc *string) {
+	if p := t.Parent; p != nil {
+		return &p.ThreadID, &p.RunID, &p.MessageID, &p.ToolCallID
+	}
+	return nil, nil, nil, nil
 }
 
 func notFoundThread(id uuid.UUID) error {
@@ -33,7 +58,8 @@ func (s *Store) ThreadCreate(ctx context.Context, t *thread.Thread) (*thread.Thr
 	if len(md) == 0 {
 		md = json.RawMessage(`{}`)
 	}
-	row := s.pool.QueryRow(ctx, sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt)
+	pt, pr, pm, pc := parentCols(t)
+	row := s.pool.QueryRow(ctx, sqlThreadInsert, t.ID, t.Caller, t.Title, md, t.CreatedAt, pt, pr, pm, pc, t.Depth)
 	nt, err := scanThread(row)
 	if err == nil {
 		return nt, true, nil
@@ -81,15 +107,15 @@ func (s *Store) ThreadGet(ctx context.Context, caller string, id uuid.UUID) (*th
 	return t, nil
 }
 
-// ThreadList returns a page of the caller's threads; see thread.Store.
+// ThreadList returns a page of the caller's top-level threads; see thread.Store.
 func (s *Store) ThreadList(ctx context.Context, caller string, limit int, after *thread.ThreadCursor) ([]*thread.Thread, error) {
 	var rows pgx.Rows
 	var err error
 	if after == nil {
-		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1
+		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1 AND parent_thread_id IS NULL
 			ORDER BY updated_at DESC, id DESC LIMIT $2`, caller, limit)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1
+		rows, err = s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads WHERE caller = $1 AND parent_thread_id IS NULL
 			AND (updated_at, id) < ($2, $3) ORDER BY updated_at DESC, id DESC LIMIT $4`, caller, after.UpdatedAt, after.ID, limit)
 	}
 	if err != nil {
@@ -195,8 +221,9 @@ func readThread(br pgx.BatchResults, id uuid.UUID) (*thread.Thread, []checkpoint
 }
 
 var (
-	sqlThreadInsert = hot(`INSERT INTO threads (id, caller, title, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING ` + threadCols)
+	sqlThreadInsert = hot(`INSERT INTO threads (id, caller, title, metadata, created_at, updated_at,
+			parent_thread_id, parent_run_id, parent_message_id, parent_tool_call_id, depth)
+		VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING RETURNING ` + threadCols)
 	sqlThreadGet = hot(`SELECT ` + threadCols + ` FROM threads WHERE id = $1 AND caller = $2`)
 	// The caller's checks are in each query of ThreadRead's batch, so
 	// nothing of another caller's thread is read, even to be dropped.

@@ -28,7 +28,7 @@ func warm(ctx context.Context, conn *pgx.Conn) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	const caller = "threadline-warm-up"
 	th := uuid.New()
-	if _, err := tx.Exec(ctx, sqlThreadInsert, th, caller, nil, []byte(`{}`), now); err != nil {
+	if _, err := tx.Exec(ctx, sqlThreadInsert, th, caller, nil, []byte(`{}`), now, nil, nil, nil, nil, 0); err != nil {
 		return fmt.Errorf("warm: create thread: %w", err)
 	}
 	// A run written whole (RunComplete), then one written in two steps

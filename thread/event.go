@@ -22,14 +22,36 @@ type Event struct {
 	// Data is a tool_result's result or a data event's value.
 	Data    json.RawMessage
 	IsError bool // tool_result
+	// Sub is a subagent event's child: its thread and run, and its event
+	// as a follower of the child run gets it. CallID names the delegate
+	// call.
+	Sub *SubEvent
 }
 
-// RecordEvent is the event of a record that is not a snapshot.
+// SubEvent is the child of a subagent event.
+type SubEvent struct {
+	ThreadID uuid.UUID
+	RunID    uuid.UUID
+	Event    Event
+}
+
+// RecordEvent is the event of a record that is not a snapshot. A
+// subagent record whose child record is a snapshot gets its child event
+// without the snapshot's tree (Event.Sub.Event.Snapshot nil): the caller
+// fills it in.
 func RecordEvent(r *Run, rec *Record) Event {
 	ev := Event{Type: rec.Kind, RunID: r.ID, Sequence: rec.Seq, Text: rec.Text, Code: rec.Code,
 		CallID: rec.CallID, Name: rec.Name, Data: rec.Data, IsError: rec.IsError}
 	if rec.Kind != KindError {
 		ev.MessageID = r.MessageID
+	}
+	if sub := rec.Sub; sub != nil {
+		child := &Run{ID: sub.RunID, ThreadID: sub.ThreadID, MessageID: sub.MessageID}
+		cev := Event{Type: sub.Record.Kind, RunID: sub.RunID, Sequence: sub.Record.Seq}
+		if sub.Record.Kind != KindSnapshot {
+			cev = RecordEvent(child, &sub.Record)
+		}
+		ev.Sub = &SubEvent{ThreadID: sub.ThreadID, RunID: sub.RunID, Event: cev}
 	}
 	return ev
 }

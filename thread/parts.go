@@ -14,7 +14,9 @@ import (
 // tool-call part and the later ones add to its arguments; a tool_result
 // answers its call's part; a data record adds a data part, or replaces
 // the data part of the same name whose value has the same "id" (a plan
-// sent again as its tasks tick). Snapshots and errors add nothing.
+// sent again as its tasks tick); the first subagent record of a call
+// names the call's child thread and run on its part. Snapshots and errors
+// add nothing.
 type Turn struct {
 	parts []checkpoint.Part
 	open  string          // the type of the part text holds: text, reasoning or ""
@@ -47,6 +49,10 @@ func (t *Turn) Add(rec *Record) {
 	case KindData:
 		t.close()
 		t.data(rec.Name, rec.Data)
+	case KindSubagent:
+		if i, ok := t.calls[rec.CallID]; ok && rec.Sub != nil && t.parts[i].Subagent == nil {
+			t.parts[i].Subagent = &checkpoint.SubagentRef{ThreadID: rec.Sub.ThreadID, RunID: rec.Sub.RunID}
+		}
 	}
 }
 

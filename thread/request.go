@@ -28,6 +28,16 @@ type RunRequest struct {
 	// requires_action): no Message, ParentID the turn's message.
 	ToolResults []ToolResult
 	Approvals   []Approval
+	// Child, set by the engine only (never decoded from a request), makes
+	// the run's new thread a sub-agent's: its parent, depth and title.
+	Child *ChildThread
+}
+
+// ChildThread is what a delegate call's new thread is created with.
+type ChildThread struct {
+	Parent ThreadParent
+	Depth  int
+	Title  *string
 }
 
 // ToolResult answers a client tool's call.

@@ -26,8 +26,8 @@ type Store interface {
 	// the service's own work on a thread (recovering its run), which then
 	// reads it as that caller. Never answer a request with it.
 	ThreadOwner(ctx context.Context, id uuid.UUID) (string, error)
-	// ThreadList returns up to limit threads, most recently updated first,
-	// after the cursor (nil: from the start).
+	// ThreadList returns up to limit top-level threads (no Parent), most
+	// recently updated first, after the cursor (nil: from the start).
 	ThreadList(ctx context.Context, caller string, limit int, after *ThreadCursor) ([]*Thread, error)
 	// ThreadUpdate applies a PATCH; not_found as ThreadGet.
 	ThreadUpdate(ctx context.Context, caller string, id uuid.UUID, u ThreadUpdate) (*Thread, error)

@@ -21,6 +21,21 @@ type Thread struct {
 	LastSeq   int64     // Seq of the newest checkpoint
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Parent is the delegate call that started this thread as a
+	// sub-agent's; nil for a top-level thread.
+	Parent *ThreadParent
+	// Depth is 0 for a top-level thread, its parent's + 1 for a child.
+	Depth int
+}
+
+// ThreadParent names the delegate tool call a child thread was started
+// by: the parent thread, its run, the run's assistant message and the
+// call's id.
+type ThreadParent struct {
+	ThreadID   uuid.UUID
+	RunID      uuid.UUID
+	MessageID  uuid.UUID
+	ToolCallID string
 }
 
 // ThreadUpdate is a PATCH: nil fields are left as they are.
@@ -126,6 +141,9 @@ const (
 	KindToolCall   = "tool_call"
 	KindToolResult = "tool_result"
 	KindData       = "data"
+	// KindSubagent wraps one event of a child run (a delegate call's
+	// sub-agent) in the parent run's log: Record.Sub holds it.
+	KindSubagent = "subagent"
 )
 
 // Record is one event as the log stores it: small, with no tree in it. A
@@ -143,12 +161,29 @@ type Record struct {
 	// Data is a tool_result's result or a data record's value, a JSON value.
 	Data    json.RawMessage
 	IsError bool // tool_result
+	// Sub is a subagent record's child event; CallID is then the
+	// delegate call's id.
+	Sub *SubRecord
+}
+
+// SubRecord is a child run's record as the parent's log holds it: the
+// child's thread, run and assistant message, and the record as the
+// child's own log holds it (its own sequence).
+type SubRecord struct {
+	ThreadID  uuid.UUID
+	RunID     uuid.UUID
+	MessageID uuid.UUID
+	Record    Record
 }
 
 // RecordSize is what a record takes in memory, about: its fields' bytes
 // and the struct's own. A page of the log is measured in it.
 func RecordSize(r *Record) int {
-	return recordOverhead + len(r.Text) + len(r.Code) + len(r.Status) + len(r.CallID) + len(r.Name) + len(r.Data)
+	n := recordOverhead + len(r.Text) + len(r.Code) + len(r.Status) + len(r.CallID) + len(r.Name) + len(r.Data)
+	if r.Sub != nil {
+		n += RecordSize(&r.Sub.Record) + 48
+	}
+	return n
 }
 
 // recordOverhead is a Record's own size, rounded up to an allocation's.

@@ -38,6 +38,8 @@ func AppendEvent(b []byte, ev *thread.Event) []byte {
 	case thread.KindToolCall, thread.KindToolResult, thread.KindData:
 		q, _ := json.Marshal(agentShape(ev)) // strings and valid JSON values: always marshals
 		return append(b, q...)
+	case thread.KindSubagent:
+		return appendSubagentEvent(b, ev)
 	}
 	return appendSnapshotEvent(b, ev)
 }
@@ -173,4 +175,25 @@ func appendTree(b []byte, path []checkpoint.Message, repo *checkpoint.Repository
 	b = AppendMessages(b, path)
 	b = append(b, `,"messageRepository":`...)
 	return AppendRepository(b, repo)
+}
+
+// appendSubagentEvent appends a subagent event: the parent run's head,
+// the delegate call, the child thread and run, and the child's own event.
+func appendSubagentEvent(b []byte, ev *thread.Event) []byte {
+	b = appendMessageHead(b, ev)
+	b = append(b, `,"tool_call_id":`...)
+	b = AppendJSONString(b, ev.CallID)
+	if sub := ev.Sub; sub != nil {
+		b = append(b, `,"thread_id":"`...)
+		b = AppendUUID(b, sub.ThreadID)
+		b = append(b, `","child_run_id":"`...)
+		b = AppendUUID(b, sub.RunID)
+		b = append(b, `","event":`...)
+		if sub.Event.Type == thread.KindSnapshot && sub.Event.Snapshot == nil {
+			b = append(b, "null"...) // not rebuilt: never sent by the engine
+		} else {
+			b = AppendEvent(b, &sub.Event)
+		}
+	}
+	return append(b, '}')
 }

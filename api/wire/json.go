@@ -105,7 +105,24 @@ func partShape(p *checkpoint.Part) any {
 			Data     json.RawMessage `json:"data"`
 		}{p.Type, p.Filename, p.MimeType, thread.OrNull(p.Data)}
 	}
-	return (*Part)(p)
+	q := wirePart(p)
+	return &q
+}
+
+// wirePart is p in the wire's Part type.
+func wirePart(p *checkpoint.Part) Part {
+	return Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
+		Args: p.Args, ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data,
+		SourceType: p.SourceType, ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType,
+		Subagent: subagentRef(p.Subagent)}
+}
+
+// subagentRef is r's wire shape (nil for nil).
+func subagentRef(r *checkpoint.SubagentRef) *SubagentRef {
+	if r == nil {
+		return nil
+	}
+	return &SubagentRef{ThreadID: r.ThreadID.String(), RunID: r.RunID.String()}
 }
 
 func toolCallShape(p *checkpoint.Part) any {
@@ -113,6 +130,7 @@ func toolCallShape(p *checkpoint.Part) any {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	sub := subagentRef(p.Subagent)
 	if p.Result == nil {
 		return struct {
 			Type       string          `json:"type"`
@@ -120,7 +138,8 @@ func toolCallShape(p *checkpoint.Part) any {
 			ToolName   string          `json:"toolName"`
 			Args       json.RawMessage `json:"args"`
 			ArgsText   string          `json:"argsText"`
-		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText}
+			Subagent   *SubagentRef    `json:"subagent,omitempty"`
+		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, sub}
 	}
 	return struct {
 		Type       string          `json:"type"`
@@ -130,7 +149,8 @@ func toolCallShape(p *checkpoint.Part) any {
 		ArgsText   string          `json:"argsText"`
 		Result     json.RawMessage `json:"result"`
 		IsError    bool            `json:"isError"`
-	}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError}
+		Subagent   *SubagentRef    `json:"subagent,omitempty"`
+	}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, p.Result, p.IsError, sub}
 }
 
 // appendArray appends xs as a JSON array (null when nil), each element
@@ -263,7 +283,19 @@ func AppendRepository(b []byte, r *checkpoint.Repository) []byte {
 }
 
 // DomainPart is the content part p decodes to.
-func (p *Part) DomainPart() checkpoint.Part { return checkpoint.Part(*p) }
+func (p *Part) DomainPart() checkpoint.Part {
+	out := checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
+		Args: p.Args, ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data,
+		SourceType: p.SourceType, ID: p.ID, URL: p.URL, Title: p.Title, Filename: p.Filename, MimeType: p.MimeType}
+	if s := p.Subagent; s != nil {
+		tid, err1 := uuid.Parse(s.ThreadID)
+		rid, err2 := uuid.Parse(s.RunID)
+		if err1 == nil && err2 == nil {
+			out.Subagent = &checkpoint.SubagentRef{ThreadID: tid, RunID: rid}
+		}
+	}
+	return out
+}
 
 // DomainParts is DomainPart of each (nil for nil).
 func DomainParts(ps []Part) []checkpoint.Part {

@@ -16,7 +16,12 @@ func NewThread(t *thread.Thread) Thread {
 	if len(md) == 0 {
 		md = json.RawMessage(`{}`)
 	}
-	return Thread{ThreadID: t.ID.String(), Title: t.Title, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(), Metadata: md}
+	out := Thread{ThreadID: t.ID.String(), Title: t.Title, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(), Metadata: md}
+	if p := t.Parent; p != nil {
+		out.Parent = &ThreadParent{ThreadID: p.ThreadID.String(), RunID: p.RunID.String(), MessageID: p.MessageID.String(),
+			ToolCallID: p.ToolCallID}
+	}
+	return out
 }
 
 // NewThreads is NewThread of each, an empty list for none.

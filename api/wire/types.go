@@ -24,6 +24,8 @@ const (
 	EventToolResult = "tool_result"
 	EventData       = "data"
 	EventError      = "error"
+	// EventSubagent wraps an event of a delegate call's child run.
+	EventSubagent = "subagent"
 )
 
 // Run statuses, of a snapshot event's run_status and of RunInfo.Status.
@@ -65,6 +67,11 @@ type Event struct {
 	IsError  bool            `json:"is_error,omitempty"`
 	Name     string          `json:"name,omitempty"`
 	Data     json.RawMessage `json:"data,omitempty"`
+	// ChildRunID and Event are a subagent event's child run and its
+	// event (ThreadID is then the child's thread, ToolCallID the
+	// delegate call's).
+	ChildRunID string `json:"child_run_id,omitempty"`
+	Event      *Event `json:"event,omitempty"`
 	// Raw is the line as the service sent it, without its newline.
 	Raw json.RawMessage `json:"-"`
 }
@@ -158,6 +165,9 @@ type Part struct {
 	Title      string          `json:"title,omitempty"`
 	Filename   string          `json:"filename,omitempty"`
 	MimeType   string          `json:"mimeType,omitempty"`
+	// Subagent, on a delegate tool-call part, names the child thread and
+	// run the call started.
+	Subagent *SubagentRef `json:"subagent,omitempty"`
 }
 
 // Repository is every message of a thread, parents before children and
@@ -232,6 +242,23 @@ type Thread struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	Metadata  json.RawMessage `json:"metadata"`
+	// Parent is the delegate call that started a sub-agent's thread;
+	// absent for a top-level thread.
+	Parent *ThreadParent `json:"parent,omitempty"`
+}
+
+// ThreadParent names the delegate tool call a child thread was started by.
+type ThreadParent struct {
+	ThreadID   string `json:"thread_id"`
+	RunID      string `json:"run_id"`
+	MessageID  string `json:"message_id"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// SubagentRef is a delegate tool-call part's child thread and run.
+type SubagentRef struct {
+	ThreadID string `json:"thread_id"`
+	RunID    string `json:"run_id"`
 }
 
 // ThreadPage is a page of the caller's threads, most recently updated

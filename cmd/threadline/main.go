@@ -155,6 +155,10 @@ type Config struct {
 	AuthFailures      int
 	AuthFailRate      float64
 	TrustedProxies    []*net.IPNet
+
+	// SubagentMaxDepth and SubagentMaxChildren bound the delegate tool's
+	// sub-agents: how deep they nest, how many one run starts.
+	SubagentMaxDepth, SubagentMaxChildren int
 }
 
 // importMessages maps the thread message limit onto api.Config, where 0
@@ -288,6 +292,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.MCPConnectTimeout, "mcp-connect-timeout", "THREADLINE_MCP_CONNECT_TIMEOUT", 20*time.Second, "how long the start may wait for the MCP servers; one not connected by then is left out")
 	e.num(&cfg.RawMaxBytes, "raw-max-bytes", "THREADLINE_RAW_MAX_BYTES", store.DefaultRawMaxBytes, "bytes of raw records (provider chunks, tool input and output) kept per run, for GET …/runs/{run_id}/raw (0: none kept)")
 	e.dur(&cfg.DiscoverTimeout, "model-discovery-timeout", "THREADLINE_MODEL_DISCOVERY_TIMEOUT", 5*time.Second, "how long the start may ask each provider whose key is set for its models, to offer them (0: not asked)")
+	var subDepth, subChildren int64
+	e.num(&subDepth, "subagent-max-depth", "THREADLINE_SUBAGENT_MAX_DEPTH", 2, "how deep the delegate tool's sub-agents may nest (a child thread is 1 deep, its own child 2)")
+	e.num(&subChildren, "subagent-max-children", "THREADLINE_SUBAGENT_MAX_CHILDREN", 10, "delegate calls (sub-agents) one run may make")
 	e.str(&cfg.TitleModel, "title-model", "THREADLINE_TITLE_MODEL", "", "model that titles new threads (empty: the first words of the first message)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -300,6 +307,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
 	cfg.RunsPerCaller, cfg.MessagesPerThread = int(runsPC), int(msgsPT)
+	cfg.SubagentMaxDepth, cfg.SubagentMaxChildren = int(subDepth), int(subChildren)
 	cfg.RunsPerProcess, cfg.StreamsPerProcess, cfg.LogPageBytes = int(maxRuns), int(maxStreams), int(logPage)
 	cfg.AuthFailures = int(authFails)
 	for _, p := range splitList(proxies) {
@@ -466,6 +474,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},
+		SubagentMaxDepth: cfg.SubagentMaxDepth, SubagentMaxChildren: cfg.SubagentMaxChildren,
 		OnPublish: func(d time.Duration, n int) {
 			if srv != nil {
 				f, _ := srv.Metrics()
@@ -485,7 +494,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		StallTimeout: stallTimeout(cfg.StallTimeout), MaxAttachments: cfg.MaxAttachments, MaxPage: cfg.MaxPage,
 		StreamsPerCaller: offIfZero(cfg.StreamsPerCaller), RejoinsPerRun: offIfZero(cfg.RejoinsPerRun), StreamsPerProcess: offIfZero(cfg.StreamsPerProcess),
 		AddrRateLimit: cfg.AddrRateLimit, AuthFailures: offIfZero(cfg.AuthFailures), AuthFailRate: cfg.AuthFailRate, TrustedProxies: cfg.TrustedProxies,
-		Tools: tools, Raw: st, Trace: st, Shares: st, Search: st,
+		Tools: listedTools{tools}, Raw: st, Trace: st, Shares: st, Search: st,
 		Transfer: st, MaxImport: cfg.MaxImport, MaxThreadMessages: importMessages(cfg.MessagesPerThread),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)

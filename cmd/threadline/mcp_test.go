@@ -149,7 +149,7 @@ func TestMCPServersAtStart(t *testing.T) {
 			t.Errorf("local__add: parameters %s, want the server's input schema", tl.Parameters)
 		}
 	}
-	want := []string{"calculator", "clock", "local__add", "local__echo", "local__fail", "local__files_read", "local__wait",
+	want := []string{"calculator", "clock", "delegate", "local__add", "local__echo", "local__fail", "local__files_read", "local__wait",
 		"remote__add", "remote__echo", "wait"}
 	if !slices.Equal(names, want) {
 		t.Errorf("GET /tools: got %v, want %v", names, want)

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/threadline/threadline/model/mcp"
 	"github.com/threadline/threadline/model/tool"
+	"github.com/threadline/threadline/thread"
+	"github.com/threadline/threadline/thread/engine"
 )
 
 // openTools builds the server's tool registry: the built-in tools and,
@@ -87,4 +91,18 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// listedTools is what GET /tools lists: the registry's tools and the
+// engine's delegate tool, sorted by name.
+type listedTools struct{ reg *tool.Registry }
+
+// Specs implements api.ToolLister.
+func (l listedTools) Specs() []thread.ToolSpec {
+	if l.reg == nil {
+		return nil
+	}
+	out := append(l.reg.Specs(), engine.DelegateSpec)
+	slices.SortFunc(out, func(a, b thread.ToolSpec) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -8,11 +8,13 @@
 // node (as a search hit opens), and the page scrolls to the message.
 
 import { usePathname, useRouter } from "next/navigation";
-import { useEffect, useMemo, useRef, useState, useSyncExternalStore, type FC, type KeyboardEvent } from "react";
+import { useContext, useEffect, useMemo, useRef, useState, useSyncExternalStore, type FC, type KeyboardEvent } from "react";
 import { createPortal } from "react-dom";
 import { buildBranchTree, flattenTree, type BranchNode } from "@/lib/branchTree";
 import { branchTo } from "@/lib/search";
 import type { WireRepository } from "@/lib/types";
+import { useBranchLabels } from "./BranchLabel";
+import { ThreadIdContext } from "./context";
 import "./branches.css";
 
 const noSubscribe = () => () => {};
@@ -20,6 +22,7 @@ const noSubscribe = () => () => {};
 const who = (n: BranchNode) => (n.role === "user" ? "You" : n.role === "assistant" ? "Assistant" : "System");
 
 export const BranchTreeButton: FC<{ repository: WireRepository; setHead: (id: string) => void }> = ({ repository, setHead }) => {
+  const labels = useBranchLabels(useContext(ThreadIdContext));
   const dialog = useRef<HTMLDialogElement>(null);
   const tree = useRef<HTMLUListElement>(null);
   const mounted = useSyncExternalStore(noSubscribe, () => true, () => false);
@@ -151,6 +154,12 @@ export const BranchTreeButton: FC<{ repository: WireRepository; setHead: (id: st
           <span className="branch-text">
             <span className={`branch-role ${n.role}`}>{who(n)}:</span> {n.label}
           </span>
+          {labels[n.id] ? (
+            <span className="branch-name" data-testid="branch-name">
+              {" "}
+              · named “{labels[n.id]}”
+            </span>
+          ) : null}
           {n.siblings > 1 ? (
             <span className="branch-tag">
               {" "}

@@ -16,9 +16,11 @@ import {
 import { useContext, useEffect, useRef, useState, type FC, type ReactNode } from "react";
 import { getRun, type RunInfo } from "@/lib/api";
 import { isImageType, typeRefusal } from "@/lib/attachments";
+import { takeOfferedName, type Offered } from "@/lib/limits";
 import type { RunError } from "@/lib/reducer";
 import { refocusAfterRender } from "@/lib/refocus";
 import { DATA, Reasoning, TOOLS } from "./AgentParts";
+import { BranchNameControl, pickerName, useBranchLabels } from "./BranchLabel";
 import { ThreadIdContext } from "./context";
 import { MarkdownText } from "./MarkdownText";
 import { modelLabel, useModels } from "./ModelPicker";
@@ -44,8 +46,29 @@ const RetryButton: FC = () => {
  * the adapter's accept list itself (a drop, a paste) and only emits an event.
  */
 export const AttachRefusals: FC<{ onRefused: (e: RunError) => void }> = ({ onRefused }) => {
+  // The runtime's refusal names only the type: the files last dropped,
+  // pasted or picked give the name.
+  const offered = useRef<Offered[]>([]);
+  useEffect(() => {
+    const note = (files: FileList | null | undefined) => {
+      if (files?.length) offered.current = Array.from(files, (f) => ({ name: f.name, type: f.type }));
+    };
+    const onDrop = (e: DragEvent) => note(e.dataTransfer?.files);
+    const onPaste = (e: ClipboardEvent) => note(e.clipboardData?.files);
+    const onChange = (e: Event) => {
+      if (e.target instanceof HTMLInputElement && e.target.type === "file") note(e.target.files);
+    };
+    document.addEventListener("drop", onDrop, true);
+    document.addEventListener("paste", onPaste, true);
+    document.addEventListener("change", onChange, true);
+    return () => {
+      document.removeEventListener("drop", onDrop, true);
+      document.removeEventListener("paste", onPaste, true);
+      document.removeEventListener("change", onChange, true);
+    };
+  }, []);
   useAuiEvent("composer.attachmentAddError", (e) => {
-    if (e.reason === "not-accepted") onRefused(typeRefusal(e.contentType));
+    if (e.reason === "not-accepted") onRefused(typeRefusal(e.contentType, takeOfferedName(offered.current, e.contentType)));
   });
   return null;
 };
@@ -291,6 +314,12 @@ const ImageOpener: FC = () => {
  */
 const BranchPicker: FC = () => {
   const index = useAuiState((s) => s.message.index);
+  const messageId = useAuiState((s) => s.message.id);
+  const number = useAuiState((s) => s.message.branchNumber);
+  const count = useAuiState((s) => s.message.branchCount);
+  const threadId = useContext(ThreadIdContext);
+  const name = useBranchLabels(threadId)[messageId];
+  const title = pickerName(number, count, name);
   const keepFocus = (label: string) =>
     refocusAfterRender(() => {
       const picker = document.querySelector<HTMLElement>(`[data-testid="branch-picker"][data-index="${index}"]`);
@@ -299,7 +328,15 @@ const BranchPicker: FC = () => {
       return same && !same.disabled ? same : picker?.querySelector<HTMLButtonElement>("button:not(:disabled)");
     });
   return (
-    <BranchPickerPrimitive.Root hideWhenSingleBranch className="branch-picker" data-testid="branch-picker" data-index={index}>
+    <BranchPickerPrimitive.Root
+      hideWhenSingleBranch
+      className="branch-picker"
+      data-testid="branch-picker"
+      data-index={index}
+      role="group"
+      aria-label={title}
+      title={title}
+    >
       <BranchPickerPrimitive.Previous
         className="icon-button"
         aria-label="Previous branch"
@@ -314,6 +351,12 @@ const BranchPicker: FC = () => {
       <BranchPickerPrimitive.Next className="icon-button" aria-label="Next branch" title="Next branch (])" onClick={() => keepFocus("Next branch")}>
         ›
       </BranchPickerPrimitive.Next>
+      {name ? (
+        <span className="branch-label" data-testid="branch-label">
+          {name}
+        </span>
+      ) : null}
+      {threadId ? <BranchNameControl threadId={threadId} messageId={messageId} name={name} index={index} /> : null}
     </BranchPickerPrimitive.Root>
   );
 };

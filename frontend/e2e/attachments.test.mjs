@@ -120,14 +120,47 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const notice = page.getByTestId("thread-notice");
     await notice.waitFor();
     const text = norm(await notice.innerText());
-    assert.match(text, /cannot be attached/, text);
-    assert.match(text, /application\/zip/, text);
+    assert.match(text, /Could not attach archive\.zip: files of this kind \(application\/zip\) cannot be attached/, text);
     assert.match(text, /You can attach images \(PNG, JPEG, GIF, WebP\) and text, Markdown, CSV, JSON or PDF files/, text);
     assert.doesNotMatch(text, /Accepted types:/, "the runtime's raw list is not shown");
     assert.equal(await composer(page).inputValue(), "Please keep this text", "the draft is kept");
     assert.equal(await page.getByTestId("composer-attachment").count(), 0);
     assert.deepEqual(uploads, [], "nothing was uploaded");
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the refusal");
+  });
+
+  onBothViewports(test, "paste a file into the composer: an image is attached and sent; a refused type is named in words", async ({ page, ctx }) => {
+    const threadId = await openNewChat(page, ctx);
+    const uploads = [];
+    page.on("request", (req) => {
+      if (req.method() === "POST" && new URL(req.url()).pathname.endsWith("/attachments")) uploads.push(req.url());
+    });
+    await composer(page).fill("Pasted, see below");
+    const paste = async (files) => {
+      const dt = await dataTransfer(page, files);
+      await composer(page).evaluate((el, clipboardData) => {
+        el.dispatchEvent(new ClipboardEvent("paste", { clipboardData, bubbles: true, cancelable: true }));
+      }, dt);
+    };
+    await paste([{ name: "setup.exe", type: "application/x-msdownload", data: Buffer.from("MZ") }]);
+    const notice = page.getByTestId("thread-notice");
+    await notice.waitFor();
+    const text = norm(await notice.innerText());
+    assert.match(text, /Could not attach setup\.exe: files of this kind \(application\/x-msdownload\) cannot be attached/, text);
+    assert.equal(await composer(page).inputValue(), "Pasted, see below", "the draft is kept");
+    assert.deepEqual(uploads, [], "nothing was uploaded");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, the refusal of a pasted file");
+
+    await paste([{ name: "pasted.png", type: "image/png", data: redPng() }]);
+    await page.getByTestId("composer-attachment").waitFor();
+    assert.equal(await composer(page).inputValue(), "Pasted, see below", "the text stays as it was");
+    await composer(page).press("Enter");
+    await userMessages(page).first().getByTestId("message-attachment").locator("img").waitFor();
+    await waitIdle(page);
+    const snap = await ctx.snapshot(threadId);
+    assert.equal(snap.messages[0].attachments?.length, 1);
+    assert.equal(snap.messages[0].attachments[0].name, "pasted.png");
+    assert.equal(uploads.length, 1, "the image uploaded once");
   });
 
   onBothViewports(test, "the welcome page: the first message carries an image", async ({ page, ctx }) => {

@@ -38,6 +38,96 @@ const DEMO = "builtin:demo";
 const nodes = (page) => page.getByTestId("branch-tree").getByRole("treeitem");
 
 browserSuite(import.meta.filename ?? import.meta.url, (test) => {
+  onBothViewports(test, "a branch can be named, renamed and cleared; the name shows in the picker and the tree and survives a reload", async ({ page, ctx, phone }) => {
+    const word = `fig${randomUUID().slice(0, 6)}`;
+    const { threadId } = await twoBranches(ctx, word);
+    // Chat settings live in the same metadata: naming a branch keeps them.
+    const settings = { temperature: 0.5 };
+    assert.equal((await ctx.service(`/threads/${threadId}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { chat_settings: settings } }),
+    })).status, 200);
+    const shown = (await ctx.snapshot(threadId)).messages[0].id;
+    const labelsOnServer = async () => (await ctx.service(`/threads/${threadId}`)).body.metadata;
+    await page.goto(`${ctx.baseUrl}/chat/${threadId}`);
+    await poll(async () => norm(await userMessages(page).first().innerText()).includes("lunch"), { message: "the second branch shown" });
+    const picker = userMessages(page).first().getByTestId("branch-picker");
+    assert.equal(await picker.getAttribute("aria-label"), "Branch 2 of 2");
+
+    // Name it.
+    await picker.getByRole("button", { name: "Name this branch" }).click();
+    const input = picker.getByLabel("Branch name");
+    await input.fill("lunch version");
+    await input.press("Enter");
+    await poll(async () => (await picker.getByTestId("branch-label").count()) === 1, { message: "the name shown" });
+    assert.equal(norm(await picker.getByTestId("branch-label").innerText()), "lunch version");
+    assert.equal(await picker.getAttribute("aria-label"), "Branch 2 of 2: lunch version");
+    assert.equal(await picker.getAttribute("title"), "Branch 2 of 2: lunch version");
+    let meta = await labelsOnServer();
+    assert.deepEqual(meta.branch_labels, { [shown]: "lunch version" });
+    assert.deepEqual(meta.chat_settings, settings, "the other keys kept");
+
+    // In the tree, on the branch's first message.
+    await page.getByTestId("branches-open").click();
+    const named = page.getByTestId("branch-tree").getByRole("treeitem", { name: /^You: Tell me about lunch instead/ });
+    assert.match(norm(await named.innerText()), /named “lunch version”/);
+    assert.equal(await page.getByTestId("branch-tree").getByTestId("branch-name").count(), 1, "only that branch is named");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, the tree with a named branch");
+    await page.keyboard.press("Escape");
+    await page.getByTestId("branch-dialog").waitFor({ state: "hidden" });
+
+    // Rename with the keyboard; Escape leaves it as it was.
+    const rename = picker.getByRole("button", { name: "Rename this branch" });
+    await rename.focus();
+    await page.keyboard.press("Enter");
+    await input.waitFor();
+    await poll(async () => (await input.inputValue()) === "lunch version", { message: "the editor holds the name" });
+    await page.keyboard.type("not this");
+    await page.keyboard.press("Escape");
+    await input.waitFor({ state: "detached" });
+    await poll(async () => page.evaluate(() => document.activeElement?.getAttribute("aria-label") === "Rename this branch"), {
+      message: "the focus back on Rename",
+    });
+    assert.equal(norm(await picker.getByTestId("branch-label").innerText()), "lunch version");
+    await page.keyboard.press("Enter");
+    await input.fill("lunch only");
+    assert.deepEqual(await seriousViolations(page), [], "axe-core, the name editor");
+    await keepScreenshot(page, phone ? "branch-name-phone" : "branch-name");
+    await page.keyboard.press("Enter");
+    await poll(async () => norm(await picker.getByTestId("branch-label").innerText()) === "lunch only", { message: "renamed" });
+
+    // A name too long, and a save that fails: said in words, what was typed kept.
+    await rename.click();
+    await input.fill("x".repeat(81));
+    await input.press("Enter");
+    assert.match(await picker.getByTestId("branch-name-error").innerText(), /at most 80 characters/);
+    const patchRoute = (url) => url.pathname.endsWith(`/threads/${threadId}`);
+    await page.route(patchRoute, (route) => (route.request().method() === "PATCH" ? route.abort() : route.continue()));
+    await input.fill("lunch, saved later");
+    await input.press("Enter");
+    await poll(async () => /not saved: Could not reach Threadline/.test(await picker.getByTestId("branch-name-error").innerText()), {
+      message: "the failed save said",
+    });
+    assert.equal(await input.inputValue(), "lunch, saved later");
+    await page.unroute(patchRoute);
+    await input.press("Enter");
+    await poll(async () => norm(await picker.getByTestId("branch-label").innerText()) === "lunch, saved later", { message: "saved on a second try" });
+
+    // Another page (another device) reads it from the thread.
+    await page.reload();
+    await poll(async () => (await picker.getAttribute("aria-label")) === "Branch 2 of 2: lunch, saved later", { message: "the name after a reload" });
+
+    // Clear.
+    await rename.click();
+    await picker.getByRole("button", { name: "Clear" }).click();
+    await poll(async () => (await picker.getByTestId("branch-label").count()) === 0, { message: "the name cleared" });
+    assert.equal(await picker.getAttribute("aria-label"), "Branch 2 of 2");
+    meta = await labelsOnServer();
+    assert.equal(meta.branch_labels, undefined, "no names left");
+    assert.deepEqual(meta.chat_settings, settings, "the other keys kept");
+  });
+
   onBothViewports(test, "the branch tree shows every branch and the shown path; Enter and a click show another", async ({ page, ctx, phone }) => {
     const word = `kiwi${randomUUID().slice(0, 6)}`;
     const { threadId, first } = await twoBranches(ctx, word);

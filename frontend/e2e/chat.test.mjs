@@ -315,4 +315,62 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     const { message } = await serverReply(ctx, threadId);
     assert.equal(message.status.type, "incomplete");
   });
+  test("a message sent right after a reload, before the thread is in, answers the shown branch", async ({ page, ctx }) => {
+    const threadId = await chatWithReply(page, ctx, "First question");
+    const firstReply = (await serverReply(ctx, threadId)).message.id;
+    // The snapshot comes late: the composer is there before the thread.
+    const snapshotRoute = (url) => url.pathname.endsWith(`/threads/${threadId}/messages`);
+    let release;
+    const released = new Promise((r) => (release = r));
+    await page.route(snapshotRoute, async (route) => {
+      await released;
+      await route.continue();
+    });
+    await page.reload();
+    await composer(page).waitFor();
+    await send(page, "Second question");
+    release();
+    await poll(async () => (await userMessages(page).count()) === 2, { message: "both questions shown" });
+    await waitIdle(page);
+    await page.unroute(snapshotRoute);
+    const snap = await ctx.snapshot(threadId);
+    const texts = snap.messages.map((m) => `${m.role}:${norm(textOf(m))}`.slice(0, 40));
+    assert.equal(snap.messages.length, 4, `one branch of two turns, got ${JSON.stringify(texts)}`);
+    assert.equal(norm(textOf(snap.messages[2])), "Second question");
+    assert.equal(snap.messages[1].id, firstReply, "the second question answers the first reply");
+  });
+
+  test("a message sent after a reload during an outage fails at once in its own words; the thread comes back", async ({ page, ctx, t }) => {
+    if (!ctx.refuseService) return t.skip("needs the harness's relay");
+    const threadId = await chatWithReply(page, ctx, "First question");
+    const firstReply = (await serverReply(ctx, threadId)).message.id;
+    const notice = page.getByTestId("thread-notice");
+    ctx.refuseService(true);
+    try {
+      await page.reload();
+      // The load failed already: the send does not wait for the next attempt.
+      await poll(async () => norm(await notice.innerText()).includes("Can't reach the Threadline service"), {
+        message: "the outage said",
+      });
+      await send(page, "Second question");
+      await poll(async () => /bad_gateway|network_error/.test(await notice.innerText()), {
+        message: "the send's own notice",
+        timeout: 10_000,
+      });
+      assert.match(await notice.innerText(), /not answering|could not reach/i);
+      await poll(async () => (await composer(page).inputValue()) === "Second question", { message: "the draft kept" });
+    } finally {
+      ctx.refuseService(false);
+    }
+    // The thread comes back by itself; the send's notice and its Retry stay.
+    await assistantMessages(page).first().waitFor({ timeout: 30_000 });
+    assert.match(await notice.innerText(), /not answering|could not reach/i);
+    await notice.getByRole("button", { name: "Retry" }).click();
+    await poll(async () => (await userMessages(page).count()) === 2, { message: "the second question shown" });
+    await waitIdle(page);
+    const snap = await ctx.snapshot(threadId);
+    assert.equal(snap.messages.length, 4, "one branch of two turns");
+    assert.equal(norm(textOf(snap.messages[2])), "Second question");
+    assert.equal(snap.messages[1].id, firstReply, "the second question answers the first reply");
+  });
 });

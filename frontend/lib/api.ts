@@ -186,6 +186,13 @@ export async function getThread(threadId: string): Promise<ThreadSummary | null>
   return json<ThreadSummary>(res);
 }
 
+/** PATCH /threads/{id} with the whole metadata (it replaces the thread's); returns the thread. */
+export async function patchThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadSummary> {
+  return json<ThreadSummary>(
+    await fetch(threadPath(threadId), { method: "PATCH", headers: JSON_HEADERS, body: JSON.stringify({ metadata }) }),
+  );
+}
+
 /** GET /threads/{id}/runs/{run}: the run's model, timings and usage. */
 export type RunInfo = {
   run_id: string;

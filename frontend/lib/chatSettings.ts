@@ -2,7 +2,7 @@
 // the thread's metadata under "chat_settings" (PATCH /threads/{id}) and
 // sent in each run's run_config. Also the fork route's client.
 
-import { API_BASE, errorFrom, threadPath } from "./api";
+import { API_BASE, errorFrom, getThread, threadPath } from "./api";
 
 export type ChatSettings = { system?: string; temperature?: number; model?: string; max_steps?: number };
 
@@ -47,7 +47,9 @@ export function rememberSettings(threadId: string, s: ChatSettings): void {
  * Saves the settings in the thread's metadata (the rest of it kept). A
  * thread not written yet (a new chat) is created with them.
  */
-export async function saveSettings(threadId: string, metadata: Record<string, unknown> | null, s: ChatSettings): Promise<void> {
+export async function saveSettings(threadId: string, known: Record<string, unknown> | null, s: ChatSettings): Promise<void> {
+  // Read again: other keys (branch names) may have changed since the panel opened.
+  const metadata = (await getThread(threadId).catch(() => null))?.metadata ?? known;
   const body = JSON.stringify({ metadata: { ...(metadata ?? {}), [SETTINGS_KEY]: s } });
   const headers = { "content-type": "application/json" };
   let res = await fetch(threadPath(threadId), { method: "PATCH", headers, body });

@@ -45,6 +45,8 @@ function serverToolNames(): Promise<string[] | null> {
 export type ControllerState = { chat: ChatState; loaded: boolean; notFound: boolean };
 
 const MAX_RESYNC = 6;
+/** How long a send made while the thread is still loading waits for it. */
+const SEND_LOAD_WAIT_MS = 15_000;
 
 /** Why an answer to a waiting turn was not taken: the conversation went on below it. */
 export const STALE_TURN = "This question was not answered; the conversation moved on.";
@@ -122,6 +124,14 @@ export class ThreadController {
   private returnDraft: ((text: string, attachments: readonly CompleteAttachment[]) => void) | null = null;
   /** Answers given to a waiting turn's calls, by assistant message id, until it continues. */
   private readonly answers = new Map<string, Map<string, ToolAnswer>>();
+  /**
+   * The first load's outcome so far: "pending" until the snapshot is in, or
+   * "failed" once an attempt failed or a run took over. Only a pending load
+   * makes a send wait (see parentOnceLoaded).
+   */
+  private firstLoad: "pending" | "in" | "failed" = "pending";
+  /** Sends made while the first load is pending, waiting for its outcome. */
+  private loadWaiters: ((loaded: boolean) => void)[] = [];
 
   constructor(readonly threadId: string) {}
 
@@ -154,11 +164,52 @@ export class ThreadController {
     if (!this.state.loaded) this.setState({ ...this.state, loaded: true });
   }
 
+  /** The first load ended (the snapshot is in, or an attempt failed): waiting sends go on. */
+  private settleFirstLoad(outcome: "in" | "failed"): void {
+    if (this.firstLoad !== "pending") return;
+    this.firstLoad = outcome;
+    for (const w of this.loadWaiters.splice(0)) w(outcome === "in");
+  }
+
+  /**
+   * Resolves true once the first load brought the snapshot; false at once
+   * when an attempt already failed, when the next one fails, or after ms.
+   */
+  private firstLoadIn(ms: number): Promise<boolean> {
+    if (this.firstLoad !== "pending") return Promise.resolve(this.firstLoad === "in");
+    return new Promise((resolve) => {
+      const done = (loaded: boolean) => {
+        clearTimeout(timer);
+        resolve(loaded);
+      };
+      const timer = setTimeout(() => {
+        this.loadWaiters = this.loadWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, ms);
+      this.loadWaiters.push(done);
+    });
+  }
+
+  /**
+   * The parent of a new message sent while the thread may still be loading.
+   * After a reload the composer can take a message before the snapshot is
+   * in: it saw no messages, so its parent says nothing. Such a send waits for
+   * the load in flight and answers the shown branch, not a new root. When an
+   * attempt failed (an outage), it goes at once as it was and fails or
+   * succeeds in words of its own.
+   */
+  private async parentOnceLoaded(parentId: string | null, sourceId: string | null): Promise<string | null> {
+    if (parentId !== null || sourceId || this.firstLoad === "failed") return parentId;
+    if (this.firstLoad === "pending" && !(await this.firstLoadIn(SEND_LOAD_WAIT_MS))) return parentId;
+    return this.state.chat.repository.headId;
+  }
+
   /** Starts the page: the welcome page's handoff, else the snapshot and a rejoin. */
   start(): void {
     const handoff = takeHandoff(this.threadId);
     if (handoff) {
       this.setLoaded();
+      this.settleFirstLoad("in"); // the page shows what it sent; nothing to wait for
       const attachments = fromHandoffAttachments(handoff.attachments);
       const message = optimisticUser(handoff.messageId, handoff.text, attachments);
       const ids = attachments.length ? { attachments: attachments.map((a) => ({ id: a.id })) } : {};
@@ -202,8 +253,8 @@ export class ThreadController {
   send = async (message: AppendMessage): Promise<void> => {
     const text = textOf(message);
     const attachments = message.attachments ?? [];
-    const parentId = message.parentId ?? null;
     const sourceId = message.sourceId ?? null;
+    const parentId = await this.parentOnceLoaded(message.parentId ?? null, sourceId);
     // A retry of the refused message is the same request: same message id.
     const r = this.refused;
     const id = r && !sourceId && r.text === text && r.parentId === parentId ? r.id : newId();
@@ -221,8 +272,12 @@ export class ThreadController {
         },
         { message: optimisticUser(id, text, attachments), parentId },
       );
-    } catch {
+    } catch (err) {
       this.refused = { id, text, parentId };
+      // Sent during an outage before the thread was in: the send took the
+      // page over from the load, which goes on (keeping this send's notice)
+      // so that the thread shows once the service is back.
+      if (this.firstLoad !== "in" && isOutage(err)) void this.resync(1);
       throw new MessageNotSentError();
     }
   };
@@ -308,6 +363,9 @@ export class ThreadController {
       return Promise.reject(new Error(deletedNotice.message));
     }
     this.cancelWanted = false;
+    // A run takes the page over from a load in flight (whose answer is then
+    // dropped): sends made after it go as they are.
+    this.settleFirstLoad("failed");
     const restoreHeadId = this.state.chat.repository.headId;
     this.dispatch({
       type: "request",
@@ -432,12 +490,15 @@ export class ThreadController {
   }
 
   /**
-   * The service cannot be reached: the page says so (a thread not loaded
-   * yet stays "loading", not an empty chat), then asks again with backoff,
+   * The service cannot be reached: the page says so unless a refused send
+   * already does (a thread not loaded yet stays "loading", not an empty
+   * chat), then asks again with backoff,
    * as long as nothing else took over.
    */
   private async waitOutOutage(gen: number): Promise<void> {
-    this.dispatch({ type: "stream_lost", error: { code: OUTAGE_CODE, message: OUTAGE } });
+    // A refused send's notice (its words and its Retry) stays.
+    const keep = this.state.chat.notice?.retry === true;
+    this.dispatch({ type: "stream_lost", ...(keep ? {} : { error: { code: OUTAGE_CODE, message: OUTAGE } }) });
     await new Promise((r) => setTimeout(r, backoff(this.outages++)));
     if (gen !== this.generation) return;
     return this.resync(1);
@@ -459,6 +520,7 @@ export class ThreadController {
       snapshot = await getSnapshot(this.threadId);
     } catch (err) {
       if (gen !== this.generation) return;
+      this.settleFirstLoad("failed");
       if (isOutage(err)) return this.waitOutOutage(gen);
       if (attempt < MAX_RESYNC && !(err instanceof ApiError && err.status < 500)) return this.resync(attempt + 1);
       this.dispatch({ type: "stream_lost", error: describeError(err) });
@@ -466,6 +528,7 @@ export class ThreadController {
     }
     this.outages = 0;
     if (gen !== this.generation) return;
+    this.settleFirstLoad("in");
     if (this.state.chat.notice?.code === OUTAGE_CODE) this.dispatch({ type: "dismiss_notice" });
     if (!snapshot) {
       const c = this.state.chat;

@@ -57,3 +57,16 @@ export function typeRefusal(contentType: string | undefined, name?: string): Run
     message: `${what}: files of this kind${kind} cannot be attached. You can attach ${ACCEPTED_IN_WORDS}.`,
   };
 }
+
+/** A file offered to a composer (dropped, pasted or picked): its name and type. */
+export type Offered = { name: string; type: string };
+
+/**
+ * The name of the offered file a refusal of contentType is about, taken off
+ * the list (the runtime's refusal names only the type); undefined when none
+ * matches.
+ */
+export function takeOfferedName(offered: Offered[], contentType: string | undefined): string | undefined {
+  const i = offered.findIndex((f) => (f.type || "") === (contentType || ""));
+  return i < 0 ? undefined : offered.splice(i, 1)[0]?.name;
+}

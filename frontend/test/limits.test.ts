@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { attachRefusal, formatBytes, typeRefusal, type Limits } from "../lib/limits";
+import { attachRefusal, formatBytes, takeOfferedName, typeRefusal, type Limits } from "../lib/limits";
 
 const limits: Limits = {
   max_body_bytes: 1 << 20,
@@ -47,4 +47,19 @@ test("typeRefusal says in words what can be attached", () => {
     "Could not attach a.zip: files of this kind (application/zip) cannot be attached. You can attach images (PNG, JPEG, GIF, WebP) and text, Markdown, CSV, JSON or PDF files.",
   );
   assert.match(typeRefusal(undefined).message, /^Could not attach that file: files of this kind cannot be attached\./);
+});
+
+test("a refusal of a type names the offered file of that type, once", () => {
+  const offered = [
+    { name: "notes.txt", type: "text/plain" },
+    { name: "a.zip", type: "application/zip" },
+    { name: "b.zip", type: "application/zip" },
+    { name: "blob", type: "" },
+  ];
+  assert.equal(takeOfferedName(offered, "application/zip"), "a.zip");
+  assert.equal(takeOfferedName(offered, "application/zip"), "b.zip", "the next refusal names the next file");
+  assert.equal(takeOfferedName(offered, "application/zip"), undefined);
+  assert.equal(takeOfferedName(offered, undefined), "blob", "no type matches a file without one");
+  assert.equal(takeOfferedName([], "image/png"), undefined);
+  assert.match(typeRefusal("application/zip", "a.zip").message, /^Could not attach a\.zip: files of this kind \(application\/zip\)/);
 });

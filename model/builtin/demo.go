@@ -115,8 +115,12 @@ var (
 	reArith = regexp.MustCompile(`[-+*/%^().\d\s]*\d[-+*/%^().\d\s]*`)
 	reOp    = regexp.MustCompile(`\d\s*[)]*\s*(\*\*|[-+*/%^])\s*[(]*\s*-?\s*[\d.(]`)
 	reAsk   = regexp.MustCompile(`(?i)\bask me\b`)
-	reWait  = regexp.MustCompile(`(?i)\bwait (\d{1,2}(\.\d+)?) ?(s|sec|secs|seconds?)\b`)
-	reZone  = regexp.MustCompile(`\b[A-Z][A-Za-z_]+/[A-Z][A-Za-z_]+(/[A-Z][A-Za-z_]+)?\b`)
+	// reDelegate is a request for sub-agents; reOption a sub-agent's task
+	// as delegateReply words it.
+	reDelegate = regexp.MustCompile(`(?i)\b(research|compare|explore|investigate)\b.*\bin parallel\b`)
+	reOption   = regexp.MustCompile(`(?i)^look into (.+?) as an option for (.+?)\.`)
+	reWait     = regexp.MustCompile(`(?i)\bwait (\d{1,2}(\.\d+)?) ?(s|sec|secs|seconds?)\b`)
+	reZone     = regexp.MustCompile(`\b[A-Z][A-Za-z_]+/[A-Z][A-Za-z_]+(/[A-Z][A-Za-z_]+)?\b`)
 )
 
 // arithmetic returns the arithmetic expression in a message, if any: the
@@ -141,8 +145,8 @@ func demoReply(req thread.ModelRequest, prompt string) []thread.Delta {
 	if calls := pendingAnswers(req); calls != nil {
 		return words(answerText(calls))
 	}
-	if tools[AskUserTool] && reAsk.MatchString(prompt) {
-		return askReply(seed(prompt, req.Call), prompt)
+	if out := askOrDelegate(req, tools, prompt); out != nil {
+		return out
 	}
 	expr := arithmetic(prompt)
 	wantTime := reTime.MatchString(prompt)
@@ -181,6 +185,22 @@ func demoReply(req thread.ModelRequest, prompt string) []thread.Delta {
 		return words(listText(prompt))
 	}
 	return words(introText(prompt, req.Call))
+}
+
+// askOrDelegate is the reply that asks the person (ask_user), hands
+// options to sub-agents (delegate), or answers as such a sub-agent; nil
+// for none of them.
+func askOrDelegate(req thread.ModelRequest, tools map[string]bool, prompt string) []thread.Delta {
+	switch {
+	case tools[AskUserTool] && reAsk.MatchString(prompt):
+		return askReply(seed(prompt, req.Call), prompt)
+	case tools[DelegateTool] && reDelegate.MatchString(prompt):
+		return delegateReply(seed(prompt, req.Call), prompt)
+	}
+	if m := reOption.FindStringSubmatch(prompt); m != nil {
+		return words(optionText(m[1], m[2]))
+	}
+	return nil
 }
 
 // AskUserTool is the client tool the demo calls when asked to ask: the
@@ -292,6 +312,12 @@ func answerText(calls []*thread.ToolCall) string {
 			fmt.Fprintf(&b, "**%s = %s**", in.Expression, res)
 		case c.Name == "clock":
 			b.WriteString(clockText(c.Result))
+		case c.Name == DelegateTool:
+			var in struct {
+				Title string `json:"title"`
+			}
+			_ = json.Unmarshal([]byte(c.ArgsText), &in)
+			fmt.Fprintf(&b, "- **%s** (from its sub-agent): %s", in.Title, res)
 		case c.Name == AskUserTool:
 			fmt.Fprintf(&b, "You answered: **%s**. Thank you, that is what I needed.", strings.TrimSuffix(res, "."))
 		case c.Name == "wait":
@@ -304,6 +330,11 @@ func answerText(calls []*thread.ToolCall) string {
 			fmt.Fprintf(&b, "`%s` answered: %s", c.Name, res)
 		}
 		b.WriteString("\n\n")
+	}
+	if calls[0].Name == DelegateTool {
+		fmt.Fprintf(&b, "Summary: %d sub-agents worked in parallel, each in a thread of its own; their findings are above. "+
+			"For a small deployment the first option is the safe default.", len(calls))
+		return b.String()
 	}
 	b.WriteString("That is what the tools said; I only pass their answers on.")
 	return b.String()
@@ -523,4 +554,38 @@ func words(text string) []thread.Delta {
 		out = append(out, thread.Delta{Kind: thread.DeltaText, Text: text[start:]})
 	}
 	return out
+}
+
+// DelegateTool is the engine's built-in tool that starts a sub-agent
+// (thread/engine/internal/runner.DelegateTool).
+const DelegateTool = "delegate"
+
+// demoOptions are the three options the demo hands to sub-agents.
+var demoOptions = []string{"Postgres", "SQLite", "an embedded key-value store"}
+
+// delegateReply is a step that hands three options to three sub-agents
+// at once, one delegate call each, with a sentence before.
+func delegateReply(seed uint64, prompt string) []thread.Delta {
+	topic := "storing chat history"
+	if m := reTopic.FindStringSubmatch(prompt); m != nil {
+		topic = strings.TrimSpace(m[1])
+	}
+	out := words("I'll hand each of three options to a sub-agent of its own; they work in parallel.\n\n")
+	for i, o := range demoOptions {
+		id := fmt.Sprintf("call_%012x_sub%d", seed&0xffffffffffff, i)
+		b, _ := json.Marshal(map[string]string{"task": "Look into " + o + " as an option for " + topic + ". Answer in two sentences.",
+			"title": o})
+		half := len(b) / 2
+		out = append(out, thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: DelegateTool, ArgsText: string(b[:half])},
+			thread.Delta{Kind: thread.DeltaToolCallArgs, ToolCallID: id, ToolName: DelegateTool, ArgsText: string(b[half:])})
+	}
+	return out
+}
+
+var reTopic = regexp.MustCompile(`(?i)\bin parallel for ([^.?!]+)`)
+
+// optionText is a sub-agent's short answer about one option.
+func optionText(option, topic string) string {
+	return fmt.Sprintf("**%s** for %s: it is simple to run and well understood, and it does the job for most teams. "+
+		"One drawback: it needs care as the load grows, so measure before you commit.", option, topic)
 }

@@ -380,3 +380,53 @@ func TestDemoRegenerateDiffers(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoDelegates: asked to research three options in parallel with
+// the delegate tool offered, the demo makes three delegate calls in one
+// step; a sub-agent's task gets a short answer about its option; given
+// the three answers it sums them up. Without delegate it does not call it.
+func TestDemoDelegates(t *testing.T) {
+	t.Parallel()
+	m := builtin.NewDemo(0)
+	specs := []thread.ToolSpec{{Name: "delegate"}}
+	user := func(text string) []thread.ModelMessage {
+		return []thread.ModelMessage{{Role: checkpoint.RoleUser, Parts: []thread.ModelPart{{Type: "text", Text: text}}}}
+	}
+	ds, res := agentStep(t, m, thread.ModelRequest{Tools: specs, Messages: user("Research three options in parallel")})
+	order, args, names := callsOf(ds)
+	if len(order) != 3 || len(res.ToolCalls) != 3 || res.StopReason != thread.StopToolCalls {
+		t.Fatalf("calls: got %v (%d returned, %s), want three", order, len(res.ToolCalls), res.StopReason)
+	}
+	asst := thread.ModelMessage{Role: checkpoint.RoleAssistant}
+	for _, id := range order {
+		var in struct{ Task, Title string }
+		if names[id] != "delegate" || json.Unmarshal([]byte(args[id]), &in) != nil || in.Title == "" {
+			t.Fatalf("call %s: %s %s, want delegate with a task and a title", id, names[id], args[id])
+		}
+		cds, _ := agentStep(t, m, thread.ModelRequest{Tools: specs, Messages: user(in.Task)})
+		var answer strings.Builder
+		for _, d := range cds {
+			if d.Kind != thread.DeltaText {
+				t.Fatalf("the sub-agent of %q: got %+v, want text only", in.Task, d)
+			}
+			answer.WriteString(d.Text)
+		}
+		if !strings.Contains(answer.String(), in.Title) {
+			t.Fatalf("the sub-agent of %q: got %q, want its option named", in.Task, answer.String())
+		}
+		result, _ := json.Marshal(answer.String())
+		asst.Parts = append(asst.Parts, thread.ModelPart{Type: "tool-call", Call: &thread.ToolCall{ID: id, Name: "delegate", ArgsText: args[id], Result: result}})
+	}
+	ds, res = agentStep(t, m, thread.ModelRequest{Tools: specs, Messages: append(user("Research three options in parallel"), asst)})
+	var sum strings.Builder
+	for _, d := range ds {
+		sum.WriteString(d.Text)
+	}
+	if res.StopReason != thread.StopDone || !strings.Contains(sum.String(), "Summary: 3 sub-agents") || !strings.Contains(sum.String(), "SQLite") {
+		t.Fatalf("summary: got %q (%s)", sum.String(), res.StopReason)
+	}
+	ds, res = agentStep(t, m, thread.ModelRequest{Messages: user("Research three options in parallel")})
+	if _, _, names := callsOf(ds); len(names) != 0 || len(res.ToolCalls) != 0 {
+		t.Fatalf("without delegate: got calls %v", names)
+	}
+}

@@ -247,8 +247,8 @@ func TestAgentParallelTools(t *testing.T) {
 		t.Errorf("call c2 args: got %s, want {\"x\":1} from its two pieces", c[2].Args)
 	}
 	reqs := m.requests()
-	if len(reqs) != 2 || len(reqs[0].Tools) != 3 {
-		t.Fatalf("steps: got %d, first with %d tools; want 2 steps, 3 tools", len(reqs), len(reqs[0].Tools))
+	if len(reqs) != 2 || len(reqs[0].Tools) != 4 || reqs[0].Tools[3].Name != "delegate" {
+		t.Fatalf("steps: got %d, first with %d tools; want 2 steps, 3 tools and delegate", len(reqs), len(reqs[0].Tools))
 	}
 	last := reqs[1].Messages[len(reqs[1].Messages)-1]
 	if last.Role != checkpoint.RoleAssistant || len(last.Parts) != 5 || last.Parts[3].Call == nil || !last.Parts[3].Call.IsError ||

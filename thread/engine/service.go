@@ -74,6 +74,11 @@ type Config struct {
 	// Tracer, when set, records every run as OpenTelemetry spans (internal/runner);
 	// nil: the noop tracer, which records nothing.
 	Tracer trace.Tracer
+	// SubagentMaxDepth bounds how deep the delegate tool's sub-agents
+	// nest: a thread SubagentMaxDepth deep is not offered delegate (2).
+	// SubagentMaxChildren bounds a run's delegate calls (10).
+	SubagentMaxDepth    int
+	SubagentMaxChildren int
 }
 
 // Service is the thread and run API over a Store, a Hub and Models: a
@@ -116,7 +121,8 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 	s.runner = runner.New(store, hub, models, s.trees, s.active, s.log, runner.Config{
 		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, OnPublish: cfg.OnPublish, OnRunEnd: cfg.OnRunEnd,
 		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, TokenHold: cfg.TokenHold, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
-		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer})
+		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer,
+		Subagents: delegator{s}, SubagentMaxDepth: cfg.SubagentMaxDepth, SubagentMaxChildren: cfg.SubagentMaxChildren})
 	s.starter = starter.New(store, hub, models, atts, s.trees, s.active, s.runner, starter.Config{
 		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, Limits: starter.Limits{
 			RunsPerCaller: cfg.Limits.RunsPerCaller, RunsPerProcess: cfg.Limits.RunsPerProcess,
@@ -155,6 +161,12 @@ func (c *Config) defaults() {
 	}
 	if c.RelayBuffer <= 0 {
 		c.RelayBuffer = 1024
+	}
+	if c.SubagentMaxDepth <= 0 {
+		c.SubagentMaxDepth = 2
+	}
+	if c.SubagentMaxChildren <= 0 {
+		c.SubagentMaxChildren = 10
 	}
 	c.Limits.defaults()
 }

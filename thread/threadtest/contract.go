@@ -33,6 +33,7 @@ func StoreContract(t *testing.T, setup func(t *testing.T) thread.Store) {
 		{"ThreadList", contractThreadList},
 		{"ThreadUpdate", contractThreadUpdate},
 		{"ThreadDelete", contractThreadDelete},
+		{"ChildThreads", contractChildThreads},
 		{"ThreadSetHead", contractThreadSetHead},
 		{"ThreadRead", contractThreadRead},
 		{"RunCreate", contractRunCreate},
@@ -347,6 +348,54 @@ func contractThreadDelete(t *testing.T, s thread.Store) {
 	}
 	if r, err := s.RunGet(ctx, other.ID, kept.ID); err != nil || r.Status != thread.RunRunning {
 		t.Fatalf("another thread's run after ThreadDelete: got %+v, %v; want it running", r, err)
+	}
+}
+
+// contractChildThreads: a sub-agent's thread, created alone or by its
+// first run, reads back with its parent and depth; the list leaves it
+// out; deleting the parent deletes it and its own children.
+func contractChildThreads(t *testing.T, s thread.Store) {
+	ctx := context.Background()
+	parent := newThread(t, s, "alice", now())
+	link := &thread.ThreadParent{ThreadID: parent.ID, RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "call_1"}
+	child := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Parent: link, Depth: 1}
+	orphan := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Depth: 1,
+		Parent: &thread.ThreadParent{ThreadID: uuid.New(), RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "x"}}
+	_, _, err := s.ThreadCreate(ctx, orphan)
+	wantCode(t, "ThreadCreate of a child whose parent does not exist", err, errcode.NotFound)
+	in, first := turn(orphan, uuid.Nil, now().Add(time.Hour))
+	in.Create = orphan
+	_, err = s.RunCreate(ctx, in, first)
+	wantCode(t, "RunCreate creating a child whose parent does not exist", err, errcode.NotFound)
+	if _, created, err := s.ThreadCreate(ctx, child); err != nil || !created {
+		t.Fatalf("ThreadCreate of a child: %v (created %v)", err, created)
+	}
+	grand := &thread.Thread{ID: uuid.New(), Caller: "alice", CreatedAt: now(), UpdatedAt: now(), Depth: 2,
+		Parent: &thread.ThreadParent{ThreadID: child.ID, RunID: uuid.New(), MessageID: uuid.New(), ToolCallID: "call_2"}}
+	in, first = turn(grand, uuid.Nil, now().Add(time.Hour))
+	in.Create = grand
+	if _, err := s.RunCreate(ctx, in, first); err != nil {
+		t.Fatalf("RunCreate creating a grandchild: %v", err)
+	}
+	for _, want := range []*thread.Thread{child, grand} {
+		got, err := s.ThreadGet(ctx, "alice", want.ID)
+		if err != nil || got.Parent == nil || *got.Parent != *want.Parent || got.Depth != want.Depth {
+			t.Fatalf("ThreadGet of a child: got %+v (%v), want parent %+v depth %d", got, err, want.Parent, want.Depth)
+		}
+	}
+	if got, err := s.ThreadGet(ctx, "alice", parent.ID); err != nil || got.Parent != nil || got.Depth != 0 {
+		t.Fatalf("ThreadGet of the parent: got %+v (%v), want no parent", got, err)
+	}
+	list, err := s.ThreadList(ctx, "alice", 10, nil)
+	if err != nil || len(list) != 1 || list[0].ID != parent.ID {
+		t.Fatalf("ThreadList: got %v (%v), want the parent alone", ids(list), err)
+	}
+	if err := s.ThreadDelete(ctx, "alice", parent.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{child.ID, grand.ID} {
+		_, err := s.ThreadGet(ctx, "alice", id)
+		wantCode(t, "ThreadGet of a deleted parent's child", err, errcode.NotFound)
 	}
 }
 

@@ -77,6 +77,9 @@ func (s *Store) ThreadCreate(_ context.Context, t *thread.Thread) (*thread.Threa
 		c := *old
 		return &c, false, nil
 	}
+	if t.Parent != nil && s.threads[t.Parent.ThreadID] == nil {
+		return nil, false, errcode.New(errcode.NotFound, "the thread or run no longer exists") // the foreign key
+	}
 	c := *t
 	s.threads[t.ID] = &c
 	out := c
@@ -112,7 +115,7 @@ func (s *Store) ThreadList(_ context.Context, caller string, limit int, after *t
 	defer s.mu.Unlock()
 	var out []*thread.Thread
 	for _, t := range s.threads {
-		if t.Caller == caller && (after == nil || listOrder(t, &thread.Thread{UpdatedAt: after.UpdatedAt, ID: after.ID}) > 0) {
+		if t.Caller == caller && t.Parent == nil && (after == nil || listOrder(t, &thread.Thread{UpdatedAt: after.UpdatedAt, ID: after.ID}) > 0) {
 			c := *t
 			out = append(out, &c)
 		}
@@ -157,6 +160,13 @@ func (s *Store) ThreadDelete(_ context.Context, caller string, id uuid.UUID) err
 	if _, err := s.thread(caller, id); err != nil {
 		return err
 	}
+	s.deleteThread(id)
+	return nil
+}
+
+// deleteThread deletes the thread, its runs and its children, as the
+// database's ON DELETE CASCADE does.
+func (s *Store) deleteThread(id uuid.UUID) {
 	delete(s.threads, id)
 	delete(s.nodes, id)
 	for rid, r := range s.runs {
@@ -164,7 +174,11 @@ func (s *Store) ThreadDelete(_ context.Context, caller string, id uuid.UUID) err
 			delete(s.runs, rid)
 		}
 	}
-	return nil
+	for cid, t := range s.threads {
+		if t.Parent != nil && t.Parent.ThreadID == id {
+			s.deleteThread(cid)
+		}
+	}
 }
 
 // ThreadSetHead implements thread.Store.
@@ -226,6 +240,9 @@ func (s *Store) active(threadID uuid.UUID) *run {
 // thread first when in.Create says so (into created, to undo).
 func (s *Store) open(in thread.RunCreate) (created bool, err error) {
 	if in.Create != nil && s.threads[in.Thread] == nil {
+		if p := in.Create.Parent; p != nil && s.threads[p.ThreadID] == nil {
+			return false, errcode.New(errcode.NotFound, "the thread or run no longer exists") // the foreign key
+		}
 		c := *in.Create
 		s.threads[in.Thread] = &c
 		created = true

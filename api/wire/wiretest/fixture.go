@@ -140,6 +140,17 @@ func Events() []thread.Event {
 	for i := range snaps {
 		add(thread.Event{Type: thread.KindSnapshot, Snapshot: &snaps[i]})
 	}
+	// A sub-agent's events: its first snapshot, a token, and a
+	// grandchild's token within the child's subagent event.
+	child, childRun, childMsg := ID(30), ID(31), ID(32)
+	add(thread.Event{Type: thread.KindSubagent, CallID: "d1", Sub: &thread.SubEvent{ThreadID: child, RunID: childRun,
+		Event: thread.Event{Type: thread.KindSnapshot, RunID: childRun, Sequence: 1, Snapshot: &snaps[3]}}})
+	add(thread.Event{Type: thread.KindSubagent, CallID: "d1", Sub: &thread.SubEvent{ThreadID: child, RunID: childRun,
+		Event: thread.Event{Type: thread.KindToken, RunID: childRun, Sequence: 2, MessageID: childMsg, Text: "a <b>"}}})
+	add(thread.Event{Type: thread.KindSubagent, CallID: "d1", Sub: &thread.SubEvent{ThreadID: child, RunID: childRun,
+		Event: thread.Event{Type: thread.KindSubagent, RunID: childRun, Sequence: 3, MessageID: childMsg, CallID: "e1",
+			Sub: &thread.SubEvent{ThreadID: ID(33), RunID: ID(34), Event: thread.Event{Type: thread.KindToken, RunID: ID(34), Sequence: 7,
+				MessageID: ID(35), Text: "deep"}}}}})
 	return evs
 }
 
@@ -160,6 +171,8 @@ func Threads() []thread.Thread {
 		{ID: ID(10), Caller: "c", CreatedAt: Times[0], UpdatedAt: Times[2]},
 		{ID: ID(11), Caller: "c", Title: &title, Metadata: json.RawMessage(`{"k":"v","n":[1,2]}`), HeadID: ID(12), LastSeq: 9,
 			CreatedAt: Times[2], UpdatedAt: Times[1]},
+		{ID: ID(13), Caller: "c", CreatedAt: Times[2], UpdatedAt: Times[2], Depth: 1,
+			Parent: &thread.ThreadParent{ThreadID: ID(11), RunID: ID(14), MessageID: ID(15), ToolCallID: "call <1>"}},
 	}
 }
 

@@ -384,7 +384,11 @@ func (s *Follower) events(ctx context.Context, caller string, r *thread.Run, rec
 				running = fold.Content()
 			}
 		}
-		evs = append(evs, runlog.Event(r, rec, tree, running))
+		ev := runlog.Event(r, rec, tree, running)
+		if err := s.fillSub(ctx, caller, rec.Sub, &ev); err != nil {
+			return nil, nil, err
+		}
+		evs = append(evs, ev)
 		if fold != nil {
 			fold.Add(&recs[i])
 		}
@@ -526,4 +530,56 @@ func (s *Follower) loggedPage(ctx context.Context, runID uuid.UUID, after int64)
 	}
 	recs, more, err = s.Store.RunEventsPage(ctx, runID, after, s.PageBytes)
 	return recs, logStored, more, err
+}
+
+// fillSub rebuilds the snapshot a subagent event ev (of record sub) wraps,
+// at whatever depth: a child's, or a grandchild's within the child's
+// subagent event. Errors are subSnapshot's.
+func (s *Follower) fillSub(ctx context.Context, caller string, sub *thread.SubRecord, ev *thread.Event) error {
+	for ; sub != nil && ev.Sub != nil; sub, ev = sub.Record.Sub, &ev.Sub.Event {
+		if sub.Record.Kind == thread.KindSnapshot {
+			return s.subSnapshot(ctx, caller, sub, &ev.Sub.Event)
+		}
+	}
+	return nil
+}
+
+// subSnapshot rebuilds a subagent record's child snapshot event as the
+// child's follower got it: the child thread's tree at the record and, for
+// a running snapshot, the child's message folded from its own log. A
+// child that is gone (its thread deleted on its own) shows an empty tree.
+// Other errors are the store's.
+func (s *Follower) subSnapshot(ctx context.Context, caller string, sub *thread.SubRecord, ev *thread.Event) error {
+	child, err := s.Store.RunGet(ctx, sub.ThreadID, sub.RunID)
+	var tree *checkpoint.Tree
+	if err == nil {
+		tree, err = s.treeAt(ctx, caller, child, nil, sub.Record.TreeSeq)
+	}
+	if errcode.Of(err) == errcode.NotFound {
+		*ev = thread.Event{Type: thread.KindSnapshot, RunID: sub.RunID, Sequence: sub.Record.Seq, Snapshot: &thread.Snapshot{
+			ThreadID: sub.ThreadID, RunStatus: sub.Record.Status, Tree: &checkpoint.Tree{}, Head: sub.MessageID}}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var running []checkpoint.Part
+	if !sub.Record.Status.Done() {
+		fold := runlog.Seeded(child, tree)
+		if sub.Record.Seq > 1 {
+			prior, _, err := s.Logged(ctx, child.ID, 0)
+			if err != nil {
+				return err
+			}
+			for i := range prior {
+				if prior[i].Seq >= sub.Record.Seq {
+					break
+				}
+				fold.Add(&prior[i])
+			}
+		}
+		running = fold.Content()
+	}
+	*ev = runlog.Event(child, sub.Record, tree, running)
+	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
 	"github.com/threadline/threadline/checkpoint/errcode"
 	"github.com/threadline/threadline/model/tool"
@@ -29,10 +32,28 @@ type turnRun struct {
 	// the logged ids in the order the calls opened.
 	ids    map[string]string
 	opened []string
+
+	// mu orders the records of the run's sub-agents, which its delegate
+	// calls log from their own goroutines, with the loop's (add).
+	mu sync.Mutex
+	// children counts the run's delegate calls; childMessages maps each
+	// child run to its assistant message.
+	children      atomic.Int32
+	childMessages map[uuid.UUID]uuid.UUID
+	// commitStart commits the run's start now unless it is committed or
+	// being committed (nil: nothing to commit).
+	commitStart func()
 }
 
 // add logs rec as the next event and folds it in.
 func (t *turnRun) add(rec thread.Record) {
+	t.mu.Lock()
+	t.addLocked(rec)
+	t.mu.Unlock()
+}
+
+// addLocked is add with t.mu held.
+func (t *turnRun) addLocked(rec thread.Record) {
 	t.seq++
 	rec.Seq = t.seq
 	t.fold.Add(&rec)
@@ -46,9 +67,11 @@ func (t *turnRun) add(rec thread.Record) {
 // snapshot logs an interim running snapshot of the turn so far.
 func (t *turnRun) snapshot() {
 	r := t.ar.run
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.w.setSnapshot(t.seq+1, &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: thread.RunRunning, Tree: t.tree,
 		Running: runlog.RunningNode(r, t.tree, t.fold.Content()), Head: r.MessageID})
-	t.add(thread.Record{Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
+	t.addLocked(thread.Record{Kind: thread.KindSnapshot, Status: thread.RunRunning, TreeSeq: r.TreeSeq})
 }
 
 // onDelta logs one delta of a step.
@@ -111,6 +134,9 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 	ctx := t.ctx
 	sreq := req
 	sreq.Tools = s.runTools(cfg)
+	if s.canDelegate(cfg, t.ar.thread.Depth) {
+		sreq.Tools = append(sreq.Tools, DelegateSpec)
+	}
 	if s.cfg.Raw != nil {
 		runID := t.ar.run.ID
 		sreq.OnRaw = func(line []byte) { s.cfg.Raw.Append(runID, t.seq+1, thread.RawProvider, thread.JSONString(line)) }
@@ -253,9 +279,9 @@ func (t *turnRun) runCalls(ctx context.Context, cfg thread.RunConfig, calls []pe
 	}
 	answers := make(chan answer, len(calls))
 	for _, c := range calls[1:] {
-		go func() { answers <- answer{c, t.s.callTool(ctx, cfg, c)} }()
+		go func() { answers <- answer{c, t.callTool(ctx, cfg, c)} }()
 	}
-	answers <- answer{calls[0], t.s.callTool(ctx, cfg, calls[0])}
+	answers <- answer{calls[0], t.callTool(ctx, cfg, calls[0])}
 	for range calls {
 		a := <-answers
 		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.c.id, Data: thread.StorableJSON(a.res.Value), IsError: a.res.IsError})
@@ -290,6 +316,18 @@ func (t *turnRun) raw(c pendingCall, res thread.ToolOutput) {
 	if err == nil {
 		sink.Append(t.ar.run.ID, t.seq, "tool", b)
 	}
+}
+
+// callTool runs one call of the run: a delegate call as a sub-agent,
+// another as a server tool.
+func (t *turnRun) callTool(ctx context.Context, cfg thread.RunConfig, c pendingCall) thread.ToolOutput {
+	if c.name != DelegateTool || t.s.cfg.Subagents == nil {
+		return t.s.callTool(ctx, cfg, c)
+	}
+	tctx, span := t.s.startToolSpan(ctx, c)
+	res := t.delegate(tctx, cfg, c)
+	endToolSpan(ctx, span, res)
+	return res
 }
 
 // callTool runs one server tool call as the run allows it.
@@ -375,6 +413,9 @@ func (s *Runner) CheckTools(c thread.RunConfig) error {
 		for _, sp := range s.cfg.Tools.Specs() {
 			server[sp.Name] = true
 		}
+	}
+	if s.cfg.Subagents != nil {
+		server[DelegateTool] = true
 	}
 	for i, t := range c.Tools {
 		switch {

@@ -20,7 +20,7 @@ func (b *ThreadBusy) Error() string { return "a run is being started on this thr
 // with a *ThreadBusy and a nil run, before anything starts: a thread's
 // run is named to others only once its start is settled (settle).
 func (s *Runner) Launch(th *thread.Thread, user *checkpoint.Node, r *thread.Run, ans *Answers, tree *checkpoint.Tree, model thread.Model, req thread.ModelRequest, in thread.RunCreate) (*Active, <-chan error) {
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(s.spanParent(th.ID))
 	ar := &Active{run: r, answers: ans, ctx: ctx, stop: stop, done: make(chan struct{}), thread: th, user: user,
 		started: make(chan struct{})}
 	ar.log = s.newLogWriter(r, ar.Lose)

@@ -31,6 +31,9 @@ type logWriter struct {
 	// snaps are the running snapshots of interim snapshot records by
 	// sequence, for publishing them.
 	snaps map[int64]*thread.Snapshot
+	// subs are the child events of subagent records, by sequence, that
+	// hold a snapshot (a tree the record does not), for publishing them.
+	subs map[int64]thread.Event
 }
 
 func newCommitter(s *Runner) *committer {
@@ -79,4 +82,28 @@ func (w *logWriter) snapshot(seq int64) *thread.Snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.snaps[seq]
+}
+
+// recordEvent is thread.RecordEvent, with a subagent record's child
+// snapshot as the child's follower got it (w may be nil: then none).
+func (w *logWriter) recordEvent(r *thread.Run, rec *thread.Record) thread.Event {
+	ev := thread.RecordEvent(r, rec)
+	if ev.Sub != nil && w != nil {
+		w.mu.Lock()
+		if child, ok := w.subs[rec.Seq]; ok {
+			ev.Sub.Event = child
+		}
+		w.mu.Unlock()
+	}
+	return ev
+}
+
+// setSub keeps the child event of the subagent record of seq.
+func (w *logWriter) setSub(seq int64, ev thread.Event) {
+	w.mu.Lock()
+	if w.subs == nil {
+		w.subs = map[int64]thread.Event{}
+	}
+	w.subs[seq] = ev
+	w.mu.Unlock()
 }

@@ -24,7 +24,7 @@ func (s *Runner) publish(w *logWriter, batch []thread.Record, since time.Time) {
 			evs[i] = thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: rec.Seq, Snapshot: w.snapshot(rec.Seq)}
 			continue
 		}
-		evs[i] = thread.RecordEvent(r, rec)
+		evs[i] = w.recordEvent(r, rec)
 		if rec.Kind == thread.KindToken {
 			tokens++
 		}
@@ -73,6 +73,7 @@ func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, 
 		w.Started(true)
 		started <- nil
 	}
+	t.commitStart = commitStart
 	var linger *time.Timer
 	if s.cfg.StartLinger > 0 {
 		linger = time.AfterFunc(s.cfg.StartLinger, commitStart)
@@ -243,7 +244,7 @@ func (s *Runner) tailEvent(f finishing, rec *thread.Record, tree *checkpoint.Tre
 	r := f.run
 	switch {
 	case rec.Kind != thread.KindSnapshot:
-		return thread.RecordEvent(r, rec)
+		return f.log.recordEvent(r, rec)
 	case rec.Status.Done():
 		return thread.Event{Type: thread.KindSnapshot, RunID: r.ID, Sequence: rec.Seq,
 			Snapshot: &thread.Snapshot{ThreadID: r.ThreadID, RunStatus: f.status, Tree: tree, Head: r.MessageID}}

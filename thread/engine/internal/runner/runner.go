@@ -33,6 +33,12 @@ type Config struct {
 	Tools       thread.Tools
 	Raw         thread.RawSink
 	Tracer      trace.Tracer
+	// Subagents, when set, runs the delegate tool's sub-agents; a
+	// sub-agent's thread is at most SubagentMaxDepth deep and a run
+	// starts at most SubagentMaxChildren.
+	Subagents           Delegator
+	SubagentMaxDepth    int
+	SubagentMaxChildren int
 }
 
 // Runner runs this process's runs.
@@ -54,6 +60,8 @@ type Runner struct {
 	abandonNow context.CancelFunc
 
 	leases lifecycle.Lifecycle // renewal, recovery and the log's purge (leaseLoop)
+
+	subs subagents
 }
 
 // New returns a Runner of the runs in active; it starts nothing (Start).

@@ -94,9 +94,12 @@ func (s *Starter) startOnce(ctx context.Context, caller string, threadID uuid.UU
 		// the thread is read again below.
 		now := s.now()
 		th = &thread.Thread{ID: threadID, Caller: caller, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+		if p := req.Child; p != nil {
+			th.Parent, th.Depth, th.Title = &p.Parent, p.Depth, p.Title
+		}
 		run, existing, cerr := s.startRun(ctx, caller, th, &checkpoint.Tree{}, req, model, modelName, true)
 		if cerr == nil {
-			s.trees.Own(th.ID, th.Caller)
+			s.trees.Own(th)
 			return run, existing, nil
 		}
 		if code := errcode.Of(cerr); code == errcode.RunInProgress || code == errcode.Unavailable || code == errcode.Invalid {

@@ -28,22 +28,31 @@ type Cache struct {
 	mu     sync.Mutex
 	max    int
 	trees  map[uuid.UUID]*checkpoint.Tree
-	owners map[uuid.UUID]string // caller of each cached tree's thread, as the store said
+	owners map[uuid.UUID]owner // each cached tree's thread's caller and depth, as the store said
+}
+
+// owner is a cached tree's thread's caller and its depth (thread.Thread.Depth).
+type owner struct {
+	caller string
+	depth  int
 }
 
 // New returns a cache of up to max trees read from st.
 func New(st Store, max int) *Cache {
-	return &Cache{store: st, max: max, trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]string)}
+	return &Cache{store: st, max: max, trees: make(map[uuid.UUID]*checkpoint.Tree), owners: make(map[uuid.UUID]owner)}
 }
 
-// Cached returns the caller's thread as the cache knows it (ID, Caller
-// and LastSeq only), or a nil tree.
+// Cached returns the caller's thread as the cache knows it (ID, Caller,
+// Depth and LastSeq only), or a nil tree.
 func (c *Cache) Cached(caller string, id uuid.UUID) (*thread.Thread, *checkpoint.Tree) {
-	t := c.Get(caller, id)
-	if t == nil {
+	c.mu.Lock()
+	o, ok := c.owners[id]
+	t := c.trees[id]
+	c.mu.Unlock()
+	if !ok || o.caller != caller || t == nil {
 		return nil, nil
 	}
-	return &thread.Thread{ID: id, Caller: caller, LastSeq: t.LastSeq()}, t
+	return &thread.Thread{ID: id, Caller: caller, Depth: o.depth, LastSeq: t.LastSeq()}, t
 }
 
 // Tree returns the thread's checkpoint tree, reading from the store only
@@ -91,12 +100,12 @@ func (c *Cache) treeRead(ctx context.Context, th *thread.Thread, from int64, nod
 			// An empty thread: cached too, so its first run's successor
 			// reads no thread row.
 			c.Put(th.ID, t)
-			c.Own(th.ID, th.Caller)
+			c.Own(th)
 			return t, nil
 		}
 	}
 	if t.LastSeq() == th.LastSeq && t.Len() == int(th.LastSeq) {
-		c.Own(th.ID, th.Caller)
+		c.Own(th)
 		return t, nil
 	}
 	if from != t.LastSeq() {
@@ -110,7 +119,7 @@ func (c *Cache) treeRead(ctx context.Context, th *thread.Thread, from int64, nod
 		return nil, fmt.Errorf("load checkpoints: %w", err)
 	}
 	c.Put(th.ID, nt)
-	c.Own(th.ID, th.Caller)
+	c.Own(th)
 	return nt, nil
 }
 
@@ -119,7 +128,7 @@ func (c *Cache) treeRead(ctx context.Context, th *thread.Thread, from int64, nod
 func (c *Cache) Get(caller string, id uuid.UUID) *checkpoint.Tree {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.owners[id] != caller {
+	if o, ok := c.owners[id]; !ok || o.caller != caller {
 		return nil
 	}
 	return c.trees[id]
@@ -133,11 +142,12 @@ func (c *Cache) Peek(id uuid.UUID) *checkpoint.Tree {
 	return c.trees[id]
 }
 
-// Own records the caller of a cached tree's thread, as read from the store.
-func (c *Cache) Own(id uuid.UUID, caller string) {
+// Own records the caller and depth of a cached tree's thread, as read
+// from the store (or written by this process).
+func (c *Cache) Own(th *thread.Thread) {
 	c.mu.Lock()
-	if c.trees[id] != nil {
-		c.owners[id] = caller
+	if c.trees[th.ID] != nil {
+		c.owners[th.ID] = owner{caller: th.Caller, depth: th.Depth}
 	}
 	c.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline/threadline/checkpoint"
+	"github.com/threadline/threadline/thread"
 )
 
 func treeOf(t *testing.T, threadID uuid.UUID, n int) *checkpoint.Tree {
@@ -35,7 +36,7 @@ func TestCache(t *testing.T) {
 	if got := c.Get("alice", id); got != nil {
 		t.Fatal("get before own: got a tree, want nil (no caller known)")
 	}
-	c.Own(id, "alice")
+	c.Own(&thread.Thread{ID: id, Caller: "alice"})
 	if got := c.Get("alice", id); got != long {
 		t.Fatalf("get(alice): got %v, want the cached tree", got)
 	}
@@ -46,7 +47,7 @@ func TestCache(t *testing.T) {
 	if got := c.Peek(id); got != long {
 		t.Fatalf("after put of a shorter tree: got %d checkpoints, want 3", got.Len())
 	}
-	c.Own(uuid.New(), "alice") // no tree cached: no owner kept
+	c.Own(&thread.Thread{ID: uuid.New(), Caller: "alice"}) // no tree cached: no owner kept
 	for range 5 {
 		other := uuid.New()
 		c.Put(other, treeOf(t, other, 1))
@@ -58,7 +59,7 @@ func TestCache(t *testing.T) {
 		t.Fatalf("cache holds %d owners for %d trees", len(c.owners), len(c.trees))
 	}
 	c.Put(id, long)
-	c.Own(id, "alice")
+	c.Own(&thread.Thread{ID: id, Caller: "alice"})
 	c.Forget(id)
 	if c.Peek(id) != nil || c.Get("alice", id) != nil {
 		t.Fatal("forget left the tree")
