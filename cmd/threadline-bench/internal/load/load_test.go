@@ -82,6 +82,9 @@ func TestBenchLoadSmall(t *testing.T) {
 	checkLoadRuns(t, &r)
 	checkLoadDelays(t, &r)
 	checkLoadServer(t, &r)
+	if w := r.ServerWritesPerToken; w == nil || *w <= 0 {
+		t.Errorf("server_write_syscalls_per_token = %v, want a positive figure", w)
+	}
 	if !strings.Contains(r.Target, "THREADLINE_TOKEN_HOLD=20ms") {
 		t.Errorf("target %q does not name the service's extra environment", r.Target)
 	}
@@ -119,7 +122,7 @@ func checkLoadKeys(t *testing.T, line string) {
 	}
 	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
 		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "added_delay_by_second", "added_delay_before_first_event_ms", "added_delay_after_first_event_ms", "server_publish_delay", "server_sched_latency", "preconnected_conns", "delay_method", "server_cpu_s",
-		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
+		"server_write_syscalls_per_token", "server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
 		if _, ok := res[key]; !ok {
 			t.Errorf("result has no %q key: %s", key, line)
 		}
