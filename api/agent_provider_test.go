@@ -10,12 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/threadline/threadline/api/wire"
 )
 
 // fakeAgentOpenAI is a local OpenAI-compatible server that acts as an
 // agent: asked without tool results it reasons, says a sentence and calls
 // calculator (its arguments streamed in pieces) and clock in parallel;
-// asked with them it answers with the calculator's result.
+// asked with them it answers with the calculator's result. Each step
+// reports its usage in a last chunk (21 in, 8 out; then 35 in, 4 out).
 type fakeAgentOpenAI struct {
 	mu   sync.Mutex
 	reqs []agentReq
@@ -65,11 +68,17 @@ func (f *fakeAgentOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return map[string]any{"tool_calls": []any{c}}
 	}
+	usage := func(in, out int) {
+		b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
+			"choices": []any{}, "usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == "tool" {
 		chunk(map[string]any{"role": "assistant", "content": "It is "}, nil)
 		chunk(map[string]any{"content": "84."}, nil)
 		chunk(map[string]any{}, "stop")
+		usage(35, 4)
 	} else {
 		chunk(map[string]any{"role": "assistant", "reasoning_content": "Arithmetic: "}, nil)
 		chunk(map[string]any{"reasoning_content": "use the tool."}, nil)
@@ -79,6 +88,7 @@ func (f *fakeAgentOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		chunk(call(1, "call_b", "clock", "{}"), nil)
 		chunk(call(0, "", "", `"12*7"}`), nil)
 		chunk(map[string]any{}, "tool_calls")
+		usage(21, 8)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
@@ -106,7 +116,8 @@ func TestAgentAgainstOpenAI(t *testing.T) {
 	})
 	body := newMessage("what is 12*7?", nil)
 	body["run_config"] = map[string]any{"model": "fake", "tools": []any{"calculator", "clock"}}
-	_, evs := e.stream(newID(), body)
+	tid := newID()
+	_, evs := e.stream(tid, body)
 	last := checkRun(t, evs)
 	var reasoning, args strings.Builder
 	results := map[string]string{}
@@ -145,6 +156,35 @@ func TestAgentAgainstOpenAI(t *testing.T) {
 		t.Fatalf("reasoning part: got %s", parts[0])
 	}
 	fake.checkSecond(t)
+	checkStepUsage(t, e, "/api/v1/threads/"+tid+"/runs/"+evs[0].RunID+"/trace")
+}
+
+// checkStepUsage checks the trace of the agent run: each step's chat span
+// carries the usage its provider reported and its finish reason, the run
+// span their sum.
+func checkStepUsage(t *testing.T, e *env, path string) {
+	t.Helper()
+	resp, b := e.do("GET", path, nil)
+	wantStatus(t, resp, b, http.StatusOK, "")
+	var tr wire.Trace
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("trace %s: %v", b, err)
+	}
+	var got []string
+	for _, s := range tr.Spans {
+		if s.Operation == "execute_tool" {
+			continue
+		}
+		line := s.Name + " " + s.FinishReason
+		if s.InputTokens != nil && s.OutputTokens != nil {
+			line += fmt.Sprintf(" %d/%d", *s.InputTokens, *s.OutputTokens)
+		}
+		got = append(got, line)
+	}
+	want := []string{"invoke_agent threadline  56/12", "chat fake tool_call 21/8", "chat fake stop 35/4"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("trace spans: got %q, want %q", got, want)
+	}
 }
 
 // checkSecond checks the requests: the first told of two tools, the second

@@ -78,8 +78,18 @@ func unmarshalRunConfig(b []byte, c *thread.RunConfig) error {
 }
 
 type storedUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int               `json:"prompt_tokens"`
+	CompletionTokens int               `json:"completion_tokens"`
+	Steps            []storedStepUsage `json:"steps,omitempty"`
+}
+
+// storedStepUsage is one step's usage (thread.StepUsage) in the usage
+// column's "steps", which only a run's trace reads.
+type storedStepUsage struct {
+	From             int64  `json:"from"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	FinishReason     string `json:"finish_reason,omitempty"`
 }
 
 type storedRunError struct {
@@ -88,14 +98,28 @@ type storedRunError struct {
 }
 
 func marshalUsage(u *thread.Usage) []byte {
-	b, _ := json.Marshal((*storedUsage)(u)) // two ints: always marshals
+	s := storedUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if len(u.Steps) > 0 {
+		s.Steps = make([]storedStepUsage, len(u.Steps))
+		for i, st := range u.Steps {
+			s.Steps[i] = storedStepUsage(st)
+		}
+	}
+	b, _ := json.Marshal(s) // ints and strings: always marshals
 	return b
 }
 
 func unmarshalUsage(b []byte) (*thread.Usage, error) {
-	u := new(thread.Usage)
-	if err := json.Unmarshal(b, (*storedUsage)(u)); err != nil {
+	var s storedUsage
+	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, err
+	}
+	u := &thread.Usage{PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens}
+	if len(s.Steps) > 0 {
+		u.Steps = make([]thread.StepUsage, len(s.Steps))
+		for i, st := range s.Steps {
+			u.Steps[i] = thread.StepUsage(st)
+		}
 	}
 	return u, nil
 }

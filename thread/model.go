@@ -166,11 +166,65 @@ const (
 // instead of running the call.
 const PermissionPart = "permission"
 
+// PermissionOption is one answer a PermissionPart offers: the agent's id
+// for it, its name for people, and its kind (ACP's allow_once,
+// allow_always, reject_once, reject_always).
+type PermissionOption struct {
+	ID   string
+	Name string
+	Kind string
+}
+
+// Permission kinds that approve a call; the reject kinds reject it.
+const (
+	PermissionAllowOnce    = "allow_once"
+	PermissionAllowAlways  = "allow_always"
+	PermissionRejectOnce   = "reject_once"
+	PermissionRejectAlways = "reject_always"
+)
+
+// Approves reports whether choosing the option approves the call (an
+// allow kind), rejects it (a reject kind), or neither says (known false).
+func (o PermissionOption) Approves() (approved, known bool) {
+	switch o.Kind {
+	case PermissionAllowOnce, PermissionAllowAlways:
+		return true, true
+	case PermissionRejectOnce, PermissionRejectAlways:
+		return false, true
+	}
+	return false, false
+}
+
+// ReadPermission reads a PermissionPart's value: the call it asks about
+// and the options it offers; ok false when data is not one.
+func ReadPermission(data json.RawMessage) (callID string, opts []PermissionOption, ok bool) {
+	var v struct {
+		ToolCallID string `json:"toolCallId"`
+		Options    []struct {
+			OptionID string `json:"optionId"`
+			Name     string `json:"name"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.ToolCallID == "" {
+		return "", nil, false
+	}
+	opts = make([]PermissionOption, len(v.Options))
+	for i, o := range v.Options {
+		opts[i] = PermissionOption{ID: o.OptionID, Name: o.Name, Kind: o.Kind}
+	}
+	return v.ToolCallID, opts, true
+}
+
 // ModelApproval is a person's answer to a call a PermissionPart asked about.
 type ModelApproval struct {
 	ToolCallID string
 	Approved   bool
-	Reason     string
+	// OptionID, when set, is the option of the PermissionPart the person
+	// chose (its kind agrees with Approved); else the model picks the
+	// first option that says Approved.
+	OptionID string
+	Reason   string
 	// Permission is the value of the call's PermissionPart.
 	Permission json.RawMessage
 }

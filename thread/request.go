@@ -51,6 +51,9 @@ type ToolResult struct {
 type Approval struct {
 	CallID   string
 	Approved bool
+	// OptionID chooses one of the options of an agent's permission (a
+	// PermissionPart) by its id; empty for a plain approve or reject.
+	OptionID string
 	Reason   string
 }
 
@@ -144,6 +147,9 @@ func (r *RunRequest) validateAnswers() error {
 		}
 		if !utf8.ValidString(a.Reason) {
 			return errcode.New(errcode.Invalid, "approvals[%d].reason is not valid UTF-8", i)
+		}
+		if !utf8.ValidString(a.OptionID) {
+			return errcode.New(errcode.Invalid, "approvals[%d].option_id is not valid UTF-8", i)
 		}
 		seen[a.CallID] = true
 	}

@@ -95,6 +95,25 @@ type RunTool struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// Steps is the usage of each model call (step) of an agent run that
+	// reported some, in order: what a run's trace puts on its chat spans.
+	// The run's row keeps them beside its totals; the API's usage shows
+	// only the totals. A run of one model call keeps none (its totals are
+	// that call's).
+	Steps []StepUsage
+}
+
+// StepUsage is one model call's usage. From is the sequence of the first
+// record the step could log (its records, if any, are From and after, up
+// to the next step's From).
+type StepUsage struct {
+	From             int64
+	PromptTokens     int
+	CompletionTokens int
+	// FinishReason is the step's in the GenAI conventions' spelling
+	// ("stop", "tool_call", "length", "content_filter", "error",
+	// "cancelled"); empty when not known.
+	FinishReason string
 }
 
 // RunError is why a run failed.

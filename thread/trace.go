@@ -16,8 +16,11 @@ import (
 // "invoke_agent threadline"; each model call (a step of the agent loop)
 // "chat {model}", a child of the run; each tool call "execute_tool {tool}",
 // a child of the step that asked for it (parallel calls are siblings over
-// the same time). The log keeps no usage or finish reason per step: the
-// run's usage is on its span, and on its chat span when it has only one.
+// the same time). The run's usage is on its span; each step's (the run's
+// Usage.Steps, which the run's row keeps from its end) on its chat span,
+// with its finish reason; a run whose row keeps no steps' usage (a
+// running one, one recovered after a crash, one older than them) has it
+// on its chat span only when it has one step.
 
 // Mark is the commit time of the run's log up to sequence Seq.
 type Mark struct {
@@ -103,6 +106,10 @@ type traceBuild struct {
 	steps    int
 	lastStep *Span
 	ready    time.Time // when the next step may start: the last tool's end
+	// usage is the steps' usage by their first sequence; usageAt the
+	// next one no step took yet.
+	usage   []StepUsage
+	usageAt int
 	// agentTools: the model runs its own tools within its one step (an
 	// ACP agent): a call starts when it is logged, and its result does
 	// not end the step.
@@ -126,6 +133,8 @@ func BuildTrace(src TraceSource) Trace {
 	}
 	if r.Usage != nil {
 		run.InputTokens, run.OutputTokens = ptr(r.Usage.PromptTokens), ptr(r.Usage.CompletionTokens)
+		b.usage = slices.Clone(r.Usage.Steps)
+		slices.SortStableFunc(b.usage, func(x, y StepUsage) int { return cmp.Compare(x.From, y.From) })
 	}
 	b.spans = append(b.spans, run)
 	for i := range src.Records {
@@ -179,8 +188,23 @@ func (b *traceBuild) inStep(seq int64) {
 			Operation: OpChat, Model: b.src.Run.Model, Start: b.ready, Status: SpanOK, FirstSeq: seq}
 		b.calls = nil
 		b.spans = append(b.spans, b.step)
+		b.stepUsage(b.step, seq)
 	}
 	b.step.LastSeq = seq
+}
+
+// stepUsage puts on step s, opened by the record of sequence seq, the
+// usage of the model call that logged it: the last one that began at seq
+// or before (a call that logged nothing leaves its usage to no span).
+func (b *traceBuild) stepUsage(s *Span, seq int64) {
+	var hit *StepUsage
+	for ; b.usageAt < len(b.usage) && b.usage[b.usageAt].From <= seq; b.usageAt++ {
+		hit = &b.usage[b.usageAt]
+	}
+	if hit == nil {
+		return
+	}
+	s.InputTokens, s.OutputTokens, s.FinishReason = ptr(hit.PromptTokens), ptr(hit.CompletionTokens), hit.FinishReason
 }
 
 // closeStep ends the open step at its last record's commit: its calls
@@ -192,7 +216,7 @@ func (b *traceBuild) closeStep() {
 	}
 	end := b.at(s.LastSeq)
 	s.End = &end
-	if len(b.calls) > 0 {
+	if len(b.calls) > 0 && s.FinishReason == "" {
 		s.FinishReason = "tool_call"
 	}
 	for _, t := range b.calls {
@@ -249,7 +273,7 @@ func (b *traceBuild) finish(run *Span) {
 	if last != nil && last.FinishReason == "" {
 		last.FinishReason = finishOf(st)
 	}
-	if b.steps == 1 && last != nil {
+	if b.steps == 1 && last != nil && last.InputTokens == nil {
 		last.InputTokens, last.OutputTokens = run.InputTokens, run.OutputTokens
 	}
 	for _, t := range b.spans {

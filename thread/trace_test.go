@@ -189,8 +189,47 @@ func TestBuildTrace(t *testing.T) {
 	}
 }
 
-// TestBuildTraceTokens: the run's usage is on its span, and on its chat
-// span when it made one model call (the log keeps no usage per step).
+// TestBuildTraceStepUsage: each step's usage and finish reason, kept in
+// the run's Usage.Steps by the sequence its step began at, is on that
+// step's chat span; a step that logged nothing (the empty last call)
+// gives its usage to no span, and a step without usage has none.
+func TestBuildTraceStepUsage(t *testing.T) {
+	t.Parallel()
+	end := ms(10)
+	records := []thread.Record{rec(1, thread.KindSnapshot), rec(2, thread.KindToken),
+		rec(3, thread.KindToolCall, call("a", "clock")), rec(4, thread.KindToolResult, result("a", false, `"x"`)),
+		rec(5, thread.KindSnapshot), // step 2 began at 6
+		rec(6, thread.KindToolCall, call("b", "clock")), rec(7, thread.KindToolResult, result("b", false, `"y"`)),
+		rec(8, thread.KindSnapshot), rec(9, thread.KindToken), rec(10, thread.KindToken)}
+	steps := []thread.StepUsage{
+		{From: 2, PromptTokens: 11, CompletionTokens: 3, FinishReason: "tool_call"},
+		// step 2 (From 6) reported nothing; step 3 began at 9
+		{From: 9, PromptTokens: 40, CompletionTokens: 12, FinishReason: "length"},
+		{From: 11, PromptTokens: 50, CompletionTokens: 0, FinishReason: "stop"}, // logged nothing
+	}
+	run := &thread.Run{ID: uuid.New(), Status: thread.RunSucceeded, Model: "openai:gpt-4o", CreatedAt: traceT0, FinishedAt: &end,
+		Usage: &thread.Usage{PromptTokens: 101, CompletionTokens: 15, Steps: steps}}
+	tr := thread.BuildTrace(thread.TraceSource{Run: run, Records: records})
+	var got []string
+	for _, s := range tr.Spans {
+		if s.Operation != thread.OpChat && s.Operation != thread.OpInvokeAgent {
+			continue
+		}
+		line := s.SpanID + " " + s.FinishReason
+		if s.InputTokens != nil {
+			line += fmt.Sprintf(" %d/%d", *s.InputTokens, *s.OutputTokens)
+		}
+		got = append(got, line)
+	}
+	want := []string{"run  101/15", "chat-1 tool_call 11/3", "chat-2 tool_call", "chat-3 length 40/12"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("spans:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestBuildTraceTokens: without steps' usage (a recovered run, an older
+// row) the run's usage is on its span, and on its chat span when it made
+// one model call.
 func TestBuildTraceTokens(t *testing.T) {
 	t.Parallel()
 	end := ms(10)

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -169,9 +170,60 @@ func appendArray[T any](b []byte, xs []T, appendOne func([]byte, *T) []byte) []b
 	return append(b, ']')
 }
 
-// AppendParts appends content parts as a JSON array (null when nil).
+// AppendParts appends content parts as a JSON array (null when nil). A
+// tool-call part without a result that an agent's permission request (a
+// thread.PermissionPart data part of the same content) asks about gets
+// its approval with the agent's options, in assistant-ui's shape.
 func AppendParts(b []byte, parts []checkpoint.Part) []byte {
-	return appendArray(b, parts, AppendPart)
+	perms := permissions(parts)
+	if perms == nil {
+		return appendArray(b, parts, AppendPart)
+	}
+	return appendArray(b, parts, func(b []byte, p *checkpoint.Part) []byte {
+		a, ok := perms[p.ToolCallID]
+		if p.Type != checkpoint.PartToolCall || p.Result != nil || !ok {
+			return AppendPart(b, p)
+		}
+		args := p.Args
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		q, _ := json.Marshal(struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"toolCallId"`
+			ToolName   string          `json:"toolName"`
+			Args       json.RawMessage `json:"args"`
+			ArgsText   string          `json:"argsText"`
+			Approval   *PartApproval   `json:"approval"`
+		}{p.Type, p.ToolCallID, p.ToolName, args, p.ArgsText, a}) // strings and valid JSON values: always marshals
+		return append(b, q...)
+	})
+}
+
+// permissions returns the approvals that the permission data parts of
+// parts ask for, by call id; nil when there is none (the common case,
+// found without allocating).
+func permissions(parts []checkpoint.Part) map[string]*PartApproval {
+	var out map[string]*PartApproval
+	for i := range parts {
+		p := &parts[i]
+		if p.Type != checkpoint.PartData || p.Name != thread.PermissionPart {
+			continue
+		}
+		id, opts, ok := thread.ReadPermission(p.Data)
+		if !ok {
+			continue
+		}
+		a := &PartApproval{ID: id, Options: make([]ApprovalOption, len(opts))}
+		for j, o := range opts {
+			a.Options[j] = ApprovalOption{ID: o.ID, Kind: strings.ReplaceAll(o.Kind, "_", "-"), Label: o.Name}
+		}
+		if out == nil {
+			out = map[string]*PartApproval{}
+		}
+		out[id] = a
+	}
+	return out
 }
 
 // AppendStatus appends an assistant message's status.
@@ -283,6 +335,7 @@ func AppendRepository(b []byte, r *checkpoint.Repository) []byte {
 }
 
 // DomainPart is the content part p decodes to.
+// An approval is not kept: the permission data part it comes from is.
 func (p *Part) DomainPart() checkpoint.Part {
 	out := checkpoint.Part{Type: p.Type, Text: p.Text, Image: p.Image, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
 		Args: p.Args, ArgsText: p.ArgsText, Result: p.Result, IsError: p.IsError, Name: p.Name, Data: p.Data,

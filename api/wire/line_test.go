@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -162,5 +163,45 @@ func TestPartShapes(t *testing.T) {
 		if got := wire.AppendPart(nil, &p); string(got) != tc.want {
 			t.Errorf("%s part decoded and written again:\n got %s\nwant %s", tc.part.Type, got, tc.want)
 		}
+	}
+}
+
+// TestPermissionApproval: in a message's parts, a waiting tool call that
+// an agent's permission data part asks about carries the approval with
+// the agent's options (ids, names as labels, kinds in assistant-ui's
+// spelling), decoded back by clients; an answered call, another call and
+// parts without a permission carry none.
+func TestPermissionApproval(t *testing.T) {
+	t.Parallel()
+	perm := json.RawMessage(`{"id":"permission_p1","toolCallId":"p1","title":"Edit config","key":"k","options":[` +
+		`{"optionId":"yes","name":"Allow","kind":"allow_once"},{"optionId":"always","name":"Allow always","kind":"allow_always"},` +
+		`{"optionId":"no","name":"Deny","kind":"reject_once"}]}`)
+	parts := []checkpoint.Part{
+		{Type: "tool-call", ToolCallID: "p1", ToolName: "Edit config", ArgsText: `{}`},
+		{Type: "tool-call", ToolCallID: "p2", ToolName: "Read", ArgsText: `{}`},
+		{Type: "data", Name: "permission", Data: perm},
+	}
+	got := string(wire.AppendParts(nil, parts))
+	want := `[{"type":"tool-call","toolCallId":"p1","toolName":"Edit config","args":{},"argsText":"{}","approval":{"id":"p1","options":[` +
+		`{"id":"yes","kind":"allow-once","label":"Allow"},{"id":"always","kind":"allow-always","label":"Allow always"},` +
+		`{"id":"no","kind":"reject-once","label":"Deny"}]}},` +
+		`{"type":"tool-call","toolCallId":"p2","toolName":"Read","args":{},"argsText":"{}"},` +
+		`{"type":"data","name":"permission","data":` + string(perm) + `}]`
+	if got != want {
+		t.Fatalf("parts:\n got %s\nwant %s", got, want)
+	}
+	var back []wire.Part
+	if err := json.Unmarshal([]byte(got), &back); err != nil {
+		t.Fatal(err)
+	}
+	if a := back[0].Approval; a == nil || a.ID != "p1" || len(a.Options) != 3 || a.Options[1] != (wire.ApprovalOption{ID: "always", Kind: "allow-always", Label: "Allow always"}) {
+		t.Errorf("decoded approval: got %+v", back[0].Approval)
+	}
+	parts[0].Result = json.RawMessage(`"edited"`)
+	if got := string(wire.AppendParts(nil, parts)); strings.Contains(got, `"approval"`) {
+		t.Errorf("an answered call still carries its approval: %s", got)
+	}
+	if got := string(wire.AppendParts(nil, parts[1:2])); strings.Contains(got, `"approval"`) {
+		t.Errorf("a call without a permission carries an approval: %s", got)
 	}
 }

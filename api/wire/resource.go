@@ -98,7 +98,7 @@ func NewUsage(u *thread.Usage) *Usage {
 	if u == nil {
 		return nil
 	}
-	o := Usage(*u)
+	o := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens} // the totals: a run's steps are its trace's
 	return &o
 }
 
@@ -139,7 +139,7 @@ func DomainApprovals(in []Approval) []thread.Approval {
 	}
 	out := make([]thread.Approval, len(in))
 	for i, a := range in {
-		out[i] = thread.Approval{CallID: a.ToolCallID, Approved: a.Approved, Reason: a.Reason}
+		out[i] = thread.Approval{CallID: a.ToolCallID, Approved: a.Approved, OptionID: a.OptionID, Reason: a.Reason}
 	}
 	return out
 }

@@ -168,6 +168,25 @@ type Part struct {
 	// Subagent, on a delegate tool-call part, names the child thread and
 	// run the call started.
 	Subagent *SubagentRef `json:"subagent,omitempty"`
+	// Approval is a waiting tool call's approval when an agent asked for
+	// it with options of its own (written by AppendParts, read by clients).
+	Approval *PartApproval `json:"approval,omitempty"`
+}
+
+// PartApproval is a tool-call part's approval request, in assistant-ui's
+// shape: its id (the call's) and the options the agent offered.
+type PartApproval struct {
+	ID      string           `json:"id"`
+	Options []ApprovalOption `json:"options"`
+}
+
+// ApprovalOption is one option of an approval: the agent's id for it
+// (an approval's option_id), its kind in assistant-ui's spelling
+// (allow-once, allow-always, reject-once, reject-always) and its name.
+type ApprovalOption struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Label string `json:"label"`
 }
 
 // Repository is every message of a thread, parents before children and
@@ -443,8 +462,11 @@ type ToolResult struct {
 }
 
 // Approval approves or rejects a call of a tool that needs approval.
+// OptionID chooses an option of an agent's permission request (the
+// tool-call part's approval.options), whose kind approved agrees with.
 type Approval struct {
 	ToolCallID string `json:"tool_call_id"`
 	Approved   bool   `json:"approved"`
+	OptionID   string `json:"option_id,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 }

@@ -57,38 +57,60 @@ const STATE_LABEL: Record<CallState, string> = {
 };
 
 /**
- * Approve / Reject for a server tool marked for approval. An answer counts
+ * Approve / Reject for a server tool marked for approval; for an agent's
+ * permission request (acp:<name>), a button for each of the agent's own
+ * options, by its name, which goes back as that option. An answer counts
  * as sent until the service refuses it (a refusal's count moves on).
  */
 const Approval: FC<{ part: ToolCallMessagePartProps }> = ({ part }) => {
   const { stale, refusal } = useTurnView();
-  const [sent, setSent] = useState<{ approved: boolean; n: number } | null>(null);
+  const [sent, setSent] = useState<{ approved: boolean; label?: string; n: number } | null>(null);
   const [failed, setFailed] = useState(false);
   const approval = part.approval;
   const refused = refusal?.n ?? 0;
   if (part.result !== undefined) return null;
   if (stale) return <p className="tool-answered muted" data-testid="stale-turn">{STALE.approval}</p>;
   if (!approval || approval.approved !== undefined || approval.resolution) return null;
-  const answer = (approved: boolean) => {
-    setSent({ approved, n: refused });
+  const answer = (approved: boolean, option?: { id: string; label: string }) => {
+    setSent({ approved, n: refused, ...(option ? { label: option.label } : {}) });
     setFailed(false);
-    part.respondToApproval({ approved }).catch(() => {
+    part.respondToApproval(option ? { approved, optionId: option.id } : { approved }).catch(() => {
       setSent(null);
       setFailed(true);
     });
   };
   if (sent && sent.n === refused) {
-    return <p className="tool-answered" role="status">{sent.approved ? "Approved." : "Rejected."}</p>;
+    const said = sent.label ? `${sent.label}: sent.` : sent.approved ? "Approved." : "Rejected.";
+    return <p className="tool-answered" role="status">{said}</p>;
   }
+  const options = approval.options ?? [];
+  const primary = options.find((o) => o.kind.startsWith("allow"));
   return (
     <div className="tool-approval" role="group" aria-label={`Approve ${part.toolName}?`}>
       <span>Run {part.toolName}?</span>
-      <button type="button" className="button primary" onClick={() => answer(true)}>
-        Approve
-      </button>
-      <button type="button" className="button" onClick={() => answer(false)}>
-        Reject
-      </button>
+      {options.length > 0 ? (
+        options.map((o) => (
+          <button
+            key={o.id}
+            type="button"
+            className={o === primary ? "button primary" : "button"}
+            data-option={o.id}
+            data-kind={o.kind}
+            onClick={() => answer(o.kind.startsWith("allow"), { id: o.id, label: o.label ?? o.id })}
+          >
+            {o.label ?? o.id}
+          </button>
+        ))
+      ) : (
+        <>
+          <button type="button" className="button primary" onClick={() => answer(true)}>
+            Approve
+          </button>
+          <button type="button" className="button" onClick={() => answer(false)}>
+            Reject
+          </button>
+        </>
+      )}
       {failed ? <span role="alert">Not sent; try again.</span> : refusal ? <span role="alert">{refusal.message}</span> : null}
     </div>
   );

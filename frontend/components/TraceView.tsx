@@ -7,7 +7,7 @@
 
 import { useAuiState } from "@assistant-ui/react";
 import { useContext, useEffect, useRef, useState, type FC } from "react";
-import { formatDuration, getRunTrace, layoutTrace, statusText, type RunTrace } from "@/lib/trace";
+import { formatDuration, getRunTrace, layoutTrace, statusText, tokensText, traceTokens, type RunTrace } from "@/lib/trace";
 import { ThreadIdContext } from "./context";
 
 type TraceState = { kind: "loading" } | { kind: "ready"; trace: RunTrace } | { kind: "error"; message: string };
@@ -82,11 +82,13 @@ const Timeline: FC<{ trace: RunTrace }> = ({ trace }) => {
   const failed = rows.filter((r) => r.span.status === "error").length;
   const tools = rows.filter((r) => r.span.operation === "execute_tool").length;
   const steps = rows.filter((r) => r.span.operation === "chat").length;
+  const total = traceTokens(trace.spans);
   return (
     <>
       <p className="trace-summary" data-testid="trace-summary">
         {formatDuration(totalMs)} · {steps} model {steps === 1 ? "call" : "calls"} · {tools} tool {tools === 1 ? "call" : "calls"}
         {failed > 0 && <span className="trace-failed"> · {failed} failed</span>}
+        {total && <span data-testid="trace-total-tokens"> · tokens {tokensText(total)}</span>}
       </p>
       <div className="trace-rows" role="region" aria-label="Steps of the run" tabIndex={0}>
         <ol className="trace-list">
@@ -103,6 +105,12 @@ const Timeline: FC<{ trace: RunTrace }> = ({ trace }) => {
                 <span className="trace-name">{r.span.name}</span>
                 <span className="trace-duration">{formatDuration(r.durationMs)}</span>
                 <span className="trace-status">{statusText(r.span)}</span>
+                {r.span.operation === "chat" && tokensText(r.span) && (
+                  <span className="trace-tokens" data-testid="trace-tokens">
+                    tokens {tokensText(r.span)}
+                    {r.span.finish_reason && ` (${r.span.finish_reason})`}
+                  </span>
+                )}
               </div>
               <div className="trace-track" aria-hidden="true">
                 <div className="trace-bar" data-testid="trace-bar" style={{ left: `${r.left}%`, width: `${r.width}%` }} />

@@ -35,10 +35,16 @@ export function useThreadlineRuntime(threadId: string) {
     // A waiting agent turn: a client tool's result or an approval.
     onAddToolResult: ({ messageId, toolCallId, result, isError }) =>
       controller.answer(messageId, { kind: "result", toolCallId, result, isError }),
-    onRespondToToolApproval: ({ approvalId, approved, reason }) => {
+    onRespondToToolApproval: ({ approvalId, approved, optionId, reason }) => {
       const messageId = controller.messageOfCall(approvalId);
       if (!messageId) return;
-      return controller.answer(messageId, { kind: "approval", toolCallId: approvalId, approved, ...(reason ? { reason } : {}) });
+      return controller.answer(messageId, {
+        kind: "approval",
+        toolCallId: approvalId,
+        approved,
+        ...(optionId ? { optionId } : {}),
+        ...(reason ? { reason } : {}),
+      });
     },
     adapters: { attachments: attachmentAdapter },
   });

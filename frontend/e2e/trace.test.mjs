@@ -1,9 +1,9 @@
 // A reply's trace in the app (GET …/runs/{run_id}/trace): the demo model's
 // agent turn with three parallel tool calls (calculator, a clock with an
 // unknown time zone, which fails, and a one-second wait), opened from the
-// reply's Trace action as a timeline: the run, two model calls, the three
-// calls side by side in time, the failure in words and colour; keyboard
-// only, and axe-clean.
+// reply's Trace action as a timeline: the run, two model calls with their
+// tokens and the run's total, the three calls side by side in time, the
+// failure in words and colour; keyboard only, and axe-clean.
 
 import assert from "node:assert/strict";
 import { browserSuite, keepScreenshot } from "./harness.mjs";
@@ -27,7 +27,9 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
 
     // Keyboard only: focus the button, Enter opens the dialog.
     await button.focus();
+    const traceResp = page.waitForResponse((r) => /\/runs\/[^/]+\/trace$/.test(new URL(r.url()).pathname));
     await page.keyboard.press("Enter");
+    const trace = await (await traceResp).json();
     const dialog = page.getByRole("dialog", { name: "Trace of this reply" });
     await dialog.waitFor();
     const rows = dialog.getByTestId("trace-row");
@@ -58,6 +60,25 @@ browserSuite(import.meta.filename ?? import.meta.url, (test) => {
     assert.ok(wait.width > calc.width * 5, `the wait is the long one: ${wait.width} against ${calc.width}`);
     assert.ok(step2.x >= wait.x + wait.width - 2, `the answer starts after the wait: ${step2.x} against ${wait.x + wait.width}`);
     assert.match(await dialog.getByTestId("trace-summary").innerText(), /2 model calls · 3 tool calls · 1 failed/);
+
+    // Each model call's tokens (the demo model reports usage per step) and
+    // the run's total, as the trace endpoint has them.
+    const chats = trace.spans.filter((s) => s.operation === "chat");
+    assert.equal(chats.length, 2);
+    const fmt = (n) => n.toLocaleString("en-US");
+    for (const c of chats) assert.ok(c.input_tokens > 0 && c.output_tokens > 0, `step usage in the trace: ${JSON.stringify(c)}`);
+    assert.deepEqual(
+      await dialog.getByTestId("trace-tokens").allInnerTexts(),
+      chats.map((c) => `tokens ${fmt(c.input_tokens)} in · ${fmt(c.output_tokens)} out (${c.finish_reason})`),
+    );
+    assert.deepEqual(chats.map((c) => c.finish_reason), ["tool_call", "stop"]);
+    const run = trace.spans[0];
+    assert.equal(run.input_tokens, chats[0].input_tokens + chats[1].input_tokens, "the run's input is its steps' sum");
+    assert.equal(run.output_tokens, chats[0].output_tokens + chats[1].output_tokens, "the run's output is its steps' sum");
+    assert.equal(
+      await dialog.getByTestId("trace-total-tokens").innerText(),
+      ` · tokens ${fmt(run.input_tokens)} in · ${fmt(run.output_tokens)} out`,
+    );
     await keepScreenshot(page, "trace-view");
     assert.deepEqual(await seriousViolations(page), [], "axe-core, the trace dialog");
 

@@ -13,7 +13,7 @@ import {
 import type { AnswerRefusal, RunError } from "./reducer";
 import { CLIENT_TOOL_NAMES } from "./tools";
 import { runIdOf } from "./reducer";
-import type { WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
+import type { ApprovalOption, WireAttachment, WireMessage, WireMessagePart, WireRepository, WireToolCallPart } from "./types";
 
 type Errors = Readonly<Record<string, RunError>>;
 
@@ -121,9 +121,10 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * A tool-call part in assistant-ui's shape; result and isError only once
  * answered. In a turn that waits (requires-action), an unanswered call of a
  * server tool waits for an approval: it gets one, addressed by its call id,
- * unless the service sent its own.
+ * unless the service sent its own; an agent's permission request (perms,
+ * by call id) gives it the agent's options.
  */
-function toolCallPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+function toolCallPart(p: WireMessagePart, waiting: boolean, perms: Permissions): AssistantPart | null {
   const c = p as Partial<WireToolCallPart>;
   if (typeof c.toolCallId !== "string" || typeof c.toolName !== "string") return null;
   const argsText = typeof c.argsText === "string" ? c.argsText : c.args ? JSON.stringify(c.args) : "";
@@ -135,18 +136,51 @@ function toolCallPart(p: WireMessagePart, waiting: boolean): AssistantPart | nul
     argsText,
     args: (isRecord(c.args) ? c.args : {}) as ToolArgs,
     ...(answered ? { result: c.result, isError: c.isError === true } : {}),
-    ...approvalOf(c, waiting && !answered),
+    ...approvalOf(c, waiting && !answered, perms),
   };
 }
 
-function approvalOf(c: Partial<WireToolCallPart>, waiting: boolean): { approval?: WireToolCallPart["approval"] } {
-  if (c.approval && typeof c.approval.id === "string") return { approval: c.approval };
-  if (waiting && c.toolCallId && !CLIENT_TOOL_NAMES.has(c.toolName ?? "")) return { approval: { id: c.toolCallId } };
+function approvalOf(c: Partial<WireToolCallPart>, waiting: boolean, perms: Permissions): { approval?: WireToolCallPart["approval"] } {
+  const options = c.toolCallId ? perms.get(c.toolCallId) : undefined;
+  if (c.approval && typeof c.approval.id === "string") {
+    return { approval: options && !c.approval.options ? { ...c.approval, options } : c.approval };
+  }
+  if (waiting && c.toolCallId && !CLIENT_TOOL_NAMES.has(c.toolName ?? "")) {
+    return { approval: { id: c.toolCallId, ...(options ? { options } : {}) } };
+  }
   return {};
 }
 
+/** The options of the agents' permission requests of a message, by call id. */
+type Permissions = ReadonlyMap<string, ApprovalOption[]>;
+
+/**
+ * Reads the `permission` data parts of a message (API.md, "External
+ * agents"): {"toolCallId","options":[{"optionId","name","kind"}]}, the
+ * kinds in ACP's spelling (allow_once), given in assistant-ui's
+ * (allow-once). A live turn has only these; a snapshot's tool-call part
+ * carries the same as its approval.
+ */
+export function permissionOptions(content: readonly WireMessagePart[]): Permissions {
+  const out = new Map<string, ApprovalOption[]>();
+  for (const p of content) {
+    const x = p as { type: string; name?: unknown; data?: unknown };
+    if (x.type !== "data" || x.name !== "permission" || !isRecord(x.data)) continue;
+    const { toolCallId, options } = x.data;
+    if (typeof toolCallId !== "string" || !Array.isArray(options)) continue;
+    const opts: ApprovalOption[] = [];
+    for (const o of options) {
+      if (!isRecord(o) || typeof o.optionId !== "string") continue;
+      const kind = typeof o.kind === "string" ? o.kind.replaceAll("_", "-") : "";
+      opts.push({ id: o.optionId, kind, label: typeof o.name === "string" && o.name ? o.name : o.optionId });
+    }
+    if (opts.length > 0) out.set(toolCallId, opts);
+  }
+  return out;
+}
+
 /** One wire part of an assistant message as assistant-ui renders it, or null. */
-function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | null {
+function assistantPart(p: WireMessagePart, waiting: boolean, perms: Permissions): AssistantPart | null {
   const x = p as Record<string, unknown>;
   switch (p.type) {
     case "text":
@@ -157,7 +191,7 @@ function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | nu
       // assistant-ui only renders images with data:, https: or blob: sources.
       return isImage(p) && /^(data:|https:|blob:)/i.test(p.image) ? { type: "image", image: p.image } : null;
     case "tool-call":
-      return toolCallPart(p, waiting);
+      return toolCallPart(p, waiting, perms);
     case "data":
       return typeof x.name === "string" ? { type: "data", name: x.name, data: x.data } : null;
     case "source":
@@ -174,14 +208,16 @@ function assistantPart(p: WireMessagePart, waiting: boolean): AssistantPart | nu
 /**
  * The parts assistant-ui renders. A plan is shown once, where it first
  * appears, as its latest version: each `plan` data part restates the whole
- * plan with its tasks' progress.
+ * plan with its tasks' progress. An agent's `permission` data part is not
+ * shown: its call's approval card holds its options.
  */
 function assistantParts(content: WireMessagePart[], waiting: boolean): AssistantPart[] {
   const out: AssistantPart[] = [];
   let planAt = -1;
+  const perms = permissionOptions(content);
   for (const p of content) {
-    const part = assistantPart(p, waiting);
-    if (!part) continue;
+    const part = assistantPart(p, waiting, perms);
+    if (!part || (part.type === "data" && part.name === "permission")) continue;
     if (part.type === "data" && part.name === "plan") {
       if (planAt >= 0) {
         out[planAt] = part;

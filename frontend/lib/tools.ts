@@ -32,7 +32,7 @@ export function runTools(serverTools: readonly string[] | null): (string | Clien
 
 export type ToolAnswer =
   | { kind: "result"; toolCallId: string; result: unknown; isError: boolean }
-  | { kind: "approval"; toolCallId: string; approved: boolean; reason?: string };
+  | { kind: "approval"; toolCallId: string; approved: boolean; optionId?: string; reason?: string };
 
 function isCall(p: unknown): p is WireToolCallPart {
   const c = p as Partial<WireToolCallPart> | null;
@@ -58,7 +58,13 @@ export function continuation(message: WireMessage, answers: ReadonlyMap<string, 
   for (const c of waiting) {
     const a = answers.get(c.toolCallId)!;
     if (a.kind === "result") tool_results.push({ tool_call_id: c.toolCallId, result: a.result, ...(a.isError ? { is_error: true } : {}) });
-    else approvals.push({ tool_call_id: c.toolCallId, approved: a.approved, ...(a.reason ? { reason: a.reason } : {}) });
+    else
+      approvals.push({
+        tool_call_id: c.toolCallId,
+        approved: a.approved,
+        ...(a.optionId ? { option_id: a.optionId } : {}),
+        ...(a.reason ? { reason: a.reason } : {}),
+      });
   }
   return {
     parent_message_id: message.id,

@@ -91,6 +91,37 @@ export function formatDuration(ms: number): string {
   return `${m} min ${Math.round((ms - m * 60_000) / 1000)} s`;
 }
 
+/** A count in words with its thousands grouped: "1,234". */
+function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/**
+ * A span's token usage in words ("12 in · 5 out"), or "" when its model
+ * reported none: each model call's own, the run's total.
+ */
+export function tokensText(s: Pick<TraceSpan, "input_tokens" | "output_tokens">): string {
+  if (s.input_tokens == null && s.output_tokens == null) return "";
+  return `${count(s.input_tokens ?? 0)} in · ${count(s.output_tokens ?? 0)} out`;
+}
+
+/**
+ * The run's tokens: its span's usage, or the sum of its model calls' when
+ * the run span has none; null when no span reported any.
+ */
+export function traceTokens(spans: TraceSpan[]): { input_tokens: number; output_tokens: number } | null {
+  const run = spans.find((s) => s.operation === "invoke_agent");
+  if (run && (run.input_tokens != null || run.output_tokens != null)) {
+    return { input_tokens: run.input_tokens ?? 0, output_tokens: run.output_tokens ?? 0 };
+  }
+  const steps = spans.filter((s) => s.operation === "chat" && (s.input_tokens != null || s.output_tokens != null));
+  if (steps.length === 0) return null;
+  return steps.reduce(
+    (t, s) => ({ input_tokens: t.input_tokens + (s.input_tokens ?? 0), output_tokens: t.output_tokens + (s.output_tokens ?? 0) }),
+    { input_tokens: 0, output_tokens: 0 },
+  );
+}
+
 /** A span's status in words. */
 export function statusText(s: TraceSpan): string {
   switch (s.status) {
@@ -111,5 +142,6 @@ export function statusText(s: TraceSpan): string {
 }
 
 function rowLabel(s: TraceSpan, ms: number): string {
-  return `${s.name}, ${s.status === "running" ? "so far " : ""}${formatDuration(ms)}, ${statusText(s)}`;
+  const tokens = tokensText(s);
+  return `${s.name}, ${s.status === "running" ? "so far " : ""}${formatDuration(ms)}, ${statusText(s)}${tokens ? `, tokens ${tokens}` : ""}`;
 }

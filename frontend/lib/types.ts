@@ -139,8 +139,15 @@ export type WireToolCallPart = {
   argsText?: string;
   result?: unknown;
   isError?: boolean;
-  approval?: { id: string; approved?: boolean; reason?: string };
+  approval?: { id: string; approved?: boolean; reason?: string; options?: ApprovalOption[] };
 };
+
+/**
+ * One option of an agent's permission request (acp:<name>), as a waiting
+ * tool-call part's approval carries it: the agent's id and name for it,
+ * and its kind in assistant-ui's spelling.
+ */
+export type ApprovalOption = { id: string; kind: string; label: string };
 
 /** GET /tools */
 export type ToolSpec = { name: string; description?: string; parameters?: unknown; approval?: boolean };
@@ -184,7 +191,7 @@ export type RunRequest = {
   on_disconnect?: "continue" | "cancel";
   /** Continuing an agent turn that ended requires_action. */
   tool_results?: { tool_call_id: string; result: unknown; is_error?: boolean }[];
-  approvals?: { tool_call_id: string; approved: boolean; reason?: string }[];
+  approvals?: { tool_call_id: string; approved: boolean; option_id?: string; reason?: string }[];
 };
 
 /** A tool the client runs itself, declared per run. */

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatDuration, layoutTrace, statusText, type TraceSpan } from "../lib/trace";
+import { formatDuration, layoutTrace, statusText, tokensText, traceTokens, type TraceSpan } from "../lib/trace";
 
 const t0 = Date.parse("2026-01-02T03:04:05.000Z");
 const at = (ms: number) => new Date(t0 + ms).toISOString();
@@ -42,4 +42,20 @@ test("durations in words", () => {
   assert.equal(formatDuration(12.4), "12 ms");
   assert.equal(formatDuration(1500), "1.5 s");
   assert.equal(formatDuration(125_000), "2 min 5 s");
+});
+
+test("each model call's tokens and the run's total", () => {
+  const spans = [
+    span("run", null, "invoke_agent threadline", 0, 2000),
+    { ...span("chat-1", "run", "chat fake", 0, 200), input_tokens: 1200, output_tokens: 8, finish_reason: "tool_call" },
+    span("tool-a", "chat-1", "execute_tool calculator", 200, 220),
+    { ...span("chat-2", "run", "chat fake", 220, 2000), input_tokens: 35, output_tokens: 4, finish_reason: "stop" },
+  ];
+  const { rows } = layoutTrace(spans);
+  assert.equal(rows[1]!.label, "chat fake, 200 ms, ok, tokens 1,200 in · 8 out");
+  assert.equal(tokensText(spans[2]!), "");
+  // No run usage: the steps' sum; the run's own when it has it.
+  assert.deepEqual(traceTokens(spans), { input_tokens: 1235, output_tokens: 12 });
+  assert.deepEqual(traceTokens([{ ...spans[0]!, input_tokens: 7, output_tokens: 9 }, ...spans.slice(1)]), { input_tokens: 7, output_tokens: 9 });
+  assert.equal(traceTokens([spans[0]!, spans[2]!]), null);
 });

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,15 +293,23 @@ func TestRegenerateReplaysHistory(t *testing.T) {
 
 // TestPermission: a permission request ends the run requires_action with
 // the call waiting and a permission part; the approval or rejection goes
-// back to the waiting process as its option, and the turn ends.
+// back to the waiting process as its option (the first allow or reject
+// one, or the one the person chose by its id), and the turn ends.
 func TestPermission(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
+		name    string
 		approve bool
+		option  string
 		want    string
 		errs    bool
-	}{{true, "Done: allowed.", false}, {false, "Skipped: selected no.", true}} {
-		t.Run(strconv.FormatBool(c.approve), func(t *testing.T) {
+	}{
+		{"approve", true, "", "Done: allowed.", false},
+		{"reject", false, "", "Skipped: selected no.", true},
+		{"allow always", true, "always", "Done: allowed always.", false},
+		{"deny by id", false, "no", "Skipped: selected no.", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, "perm")
 			tid := uuid.New()
@@ -314,7 +323,7 @@ func TestPermission(t *testing.T) {
 			if call == nil || call.Result != nil || perm == nil || !strings.Contains(string(perm.Data), `"optionId":"yes"`) {
 				t.Fatalf("waiting call %+v, permission %+v", call, perm)
 			}
-			req := thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "p1", Approved: c.approve}}}
+			req := thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "p1", Approved: c.approve, OptionID: c.option}}}
 			r2, evs := f.run(t, tid, req)
 			st, _ = final(t, evs, r2)
 			n = evs[len(evs)-1].Snapshot.Tree.Get(r2.ID) // the continuation's checkpoint: the whole turn
@@ -330,6 +339,34 @@ func TestPermission(t *testing.T) {
 			}
 			gone(t, f.pids["perm"])
 		})
+	}
+}
+
+// TestPermissionBadOption: an option_id the agent did not offer, or one
+// whose kind says the opposite of approved, is invalid_request and
+// starts nothing: the process still waits, and a right answer goes on.
+func TestPermissionBadOption(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "perm")
+	tid := uuid.New()
+	r, evs := f.run(t, tid, ask("perm", "go"))
+	if st, _ := final(t, evs, r); st != thread.RunRequiresAction {
+		t.Fatalf("status: got %s, want requires_action", st)
+	}
+	for _, a := range []thread.Approval{
+		{CallID: "p1", Approved: true, OptionID: "maybe"},
+		{CallID: "p1", Approved: false, OptionID: "always"},
+		{CallID: "p1", Approved: true, OptionID: "no"},
+	} {
+		_, _, err := f.svc.StartRun(context.Background(), "local", tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{a}})
+		if e, ok := errcode.As(err); !ok || e.Code != errcode.Invalid {
+			t.Errorf("approval %+v: got %v, want invalid_request", a, err)
+		}
+	}
+	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "p1", Approved: true, OptionID: "always"}}})
+	st, _ := final(t, evs, r2)
+	if n := evs[len(evs)-1].Snapshot.Tree.Get(r2.ID); st != thread.RunSucceeded || n == nil || !strings.Contains(n.Text(), "Done: allowed always.") {
+		t.Fatalf("continuation after the refusals: got %s %+v; error %+v", st, n, errorEvent(evs))
 	}
 }
 
@@ -423,8 +460,9 @@ func TestRefusal(t *testing.T) {
 
 // TestSDKExampleAgent drives the SDK's own example agent, built from the
 // module cache: its scripted turn (text, a tool call read and completed,
-// a permission for an edit) ends requires_action; the approval goes back
-// as its "allow" option and the turn ends with its closing text.
+// a permission for an edit, with its options' names) ends
+// requires_action; the person's choice of its "allow" option goes back
+// and the turn ends with its closing text.
 func TestSDKExampleAgent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -462,7 +500,12 @@ func TestSDKExampleAgent(t *testing.T) {
 	if edit == nil || edit.Result != nil || perm == nil || !strings.Contains(string(perm.Data), `"optionId":"allow"`) {
 		t.Fatalf("call_2 %+v, permission %+v: want call_2 waiting and its options", edit, perm)
 	}
-	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "call_2", Approved: true}}})
+	if id, opts, _ := thread.ReadPermission(perm.Data); id != "call_2" ||
+		fmt.Sprint(opts) != "[{allow Allow this change allow_once} {reject Skip this change reject_once}]" {
+		t.Errorf("permission of %q offers %v, want the example agent's two options by name", id, opts)
+	}
+	// The person chose the agent's own option by its id ("Allow this change").
+	r2, evs := f.run(t, tid, thread.RunRequest{ParentID: r.MessageID, Approvals: []thread.Approval{{CallID: "call_2", Approved: true, OptionID: "allow"}}})
 	st, _ = final(t, evs, r2)
 	n = evs[len(evs)-1].Snapshot.Tree.Get(r2.ID)
 	if st != thread.RunSucceeded || n == nil || !strings.Contains(n.Text(), "successfully updated the configuration") {

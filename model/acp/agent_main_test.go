@@ -161,6 +161,7 @@ func (a *agentIO) turn(mode string, id json.RawMessage, prompt string) {
 		a.send(map[string]any{"jsonrpc": "2.0", "id": 900, "method": "session/request_permission", "params": map[string]any{
 			"sessionId": a.sid, "toolCall": map[string]any{"toolCallId": "p1"},
 			"options": []any{map[string]any{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+				map[string]any{"optionId": "always", "name": "Allow always", "kind": "allow_always"},
 				map[string]any{"optionId": "no", "name": "Deny", "kind": "reject_once"}}}})
 		var resp struct {
 			Outcome struct {
@@ -175,9 +176,9 @@ func (a *agentIO) turn(mode string, id json.RawMessage, prompt string) {
 				break
 			}
 		}
-		if resp.Outcome.OptionID == "yes" {
+		if o := resp.Outcome.OptionID; o == "yes" || o == "always" {
 			a.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed", "rawOutput": "edited"})
-			a.text("agent_message_chunk", " Done: allowed.")
+			a.text("agent_message_chunk", map[string]string{"yes": " Done: allowed.", "always": " Done: allowed always."}[o])
 		} else {
 			a.text("agent_message_chunk", " Skipped: "+resp.Outcome.Outcome+" "+resp.Outcome.OptionID+".")
 		}

@@ -64,7 +64,10 @@ func (s *session) pump(ctx context.Context, onDelta func(thread.Delta) error, ap
 	}
 }
 
-// answer gives the agent the person's answers to its permissions.
+// answer gives the agent the person's answers to its permissions: the
+// option the person chose, or the first that says what they said. An
+// option the agent did not offer (the engine checks them first) is a
+// model_error.
 func (s *session) answer(approvals []thread.ModelApproval) error {
 	for _, ap := range approvals {
 		w := s.pending[ap.ToolCallID]
@@ -75,9 +78,27 @@ func (s *session) answer(approvals []thread.ModelApproval) error {
 		if c := s.calls[ap.ToolCallID]; c != nil && !ap.Approved {
 			c.rejected = true
 		}
-		w.reply <- choose(w.req.Options, ap.Approved)
+		if ap.OptionID == "" {
+			w.reply <- choose(w.req.Options, ap.Approved)
+			continue
+		}
+		if !offered(w.req.Options, ap.OptionID) {
+			w.reply <- sdk.NewRequestPermissionOutcomeCancelled()
+			return s.a.fail("tool call %s: the agent offered no option %q", ap.ToolCallID, ap.OptionID)
+		}
+		w.reply <- sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ap.OptionID))
 	}
 	return nil
+}
+
+// offered reports whether the agent offered the option of id.
+func offered(opts []sdk.PermissionOption, id string) bool {
+	for _, o := range opts {
+		if string(o.OptionId) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // choose picks the option that says what the person said: allow once (or

@@ -29,6 +29,9 @@ var _ thread.Tools = (*tool.Registry)(nil)
 // last list again for every later step) and records each step's request.
 type agentScript struct {
 	steps [][]thread.Delta
+	// usage, when set, is each step's prompt and completion tokens (one
+	// each otherwise).
+	usage [][2]int
 	mu    sync.Mutex
 	reqs  []thread.ModelRequest
 }
@@ -39,6 +42,9 @@ func (m *agentScript) Stream(ctx context.Context, req thread.ModelRequest, on fu
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
 	res := thread.ModelResult{StopReason: thread.StopDone, PromptTokens: 1, CompletionTokens: 1}
+	if i < len(m.usage) {
+		res.PromptTokens, res.CompletionTokens = m.usage[i][0], m.usage[i][1]
+	}
 	for _, d := range m.steps[min(i, len(m.steps)-1)] {
 		if err := ctx.Err(); err != nil {
 			return res, err

@@ -123,6 +123,7 @@ func toolNames(specs []thread.ToolSpec) string {
 }
 
 // TestApprovalContinues: a call of a tool marked approval waits; an
+// approval with an option_id is refused (options are an agent's); an
 // approval runs it in the continuation, a rejection answers it isError
 // with the reason and never runs it.
 func TestApprovalContinues(t *testing.T) {
@@ -139,6 +140,12 @@ func TestApprovalContinues(t *testing.T) {
 		if evs1[len(evs1)-1].Snapshot.RunStatus != thread.RunRequiresAction || ran.Load() != 0 {
 			t.Fatalf("approved %v: first run %s, tool ran %d times; want requires_action, not run", approved,
 				evs1[len(evs1)-1].Snapshot.RunStatus, ran.Load())
+		}
+		// An option_id is for an agent's permission request, not a tool's approval.
+		_, _, err := svc.StartRun(context.Background(), "local", tid, thread.RunRequest{ParentID: r1.MessageID,
+			Approvals: []thread.Approval{{CallID: "c1", Approved: approved, OptionID: "allow"}}})
+		if errcode.Of(err) != errcode.Invalid || !strings.Contains(err.Error(), "takes no option_id") {
+			t.Fatalf("an option_id for a tool's approval: got %v, want invalid_request", err)
 		}
 		_, evs2 := continueRun(t, svc, tid, r1.MessageID, thread.RunRequest{
 			Approvals: []thread.Approval{{CallID: "c1", Approved: approved, Reason: "too risky"}}})

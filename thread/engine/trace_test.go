@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -200,6 +201,77 @@ func TestTraceParallelTools(t *testing.T) {
 	}
 	if !a.StartTime.Before(b.EndTime) || !b.StartTime.Before(a.EndTime) {
 		t.Errorf("tool spans do not overlap: a %v–%v, b %v–%v", a.StartTime, a.EndTime, b.StartTime, b.EndTime)
+	}
+}
+
+// TestTraceStepUsage: each model call's usage is on its own chat span
+// (gen_ai.usage.*), the run's span has their sum, and the run's row keeps
+// each step's usage and finish reason by the sequence its step began at,
+// which the trace built from the log puts on the same steps; a run of one
+// model call keeps only its totals.
+func TestTraceStepUsage(t *testing.T) {
+	t.Parallel()
+	m := &agentScript{steps: [][]thread.Delta{{text("Calling."), call("c1", "echo", `{}`)}, {text("Done.")}},
+		usage: [][2]int{{12, 5}, {30, 2}}}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	echo := funcTool{"echo", func(context.Context, json.RawMessage) (thread.ToolOutput, error) { return tool.ValueResult("ok"), nil }}
+	svc, st, _ := fakeSetup(t, m, engine.Config{Tracer: tp.Tracer("threadline-test"), Tools: registry(t, echo)})
+	tid, r, evs := runAgent(t, svc, "go", thread.RunConfig{})
+	spans := waitSpans(t, exp)
+	chats := named(spans, "chat recorder")
+	if len(chats) != 2 {
+		t.Fatalf("chat spans: got %d, want 2 (all: %v)", len(chats), spanNames(spans))
+	}
+	if chats[1].StartTime.Before(chats[0].StartTime) {
+		chats[0], chats[1] = chats[1], chats[0]
+	}
+	hasAttrs(t, chats[0], attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 5),
+		attribute.StringSlice("gen_ai.response.finish_reasons", []string{"tool_call"}))
+	hasAttrs(t, chats[1], attribute.Int("gen_ai.usage.input_tokens", 30), attribute.Int("gen_ai.usage.output_tokens", 2),
+		attribute.StringSlice("gen_ai.response.finish_reasons", []string{"stop"}))
+	hasAttrs(t, one(t, spans, "invoke_agent threadline"), attribute.Int("gen_ai.usage.input_tokens", 42),
+		attribute.Int("gen_ai.usage.output_tokens", 7))
+
+	got, err := st.RunGet(context.Background(), tid, r.ID)
+	if err != nil || got.Usage == nil {
+		t.Fatalf("RunGet: %v, usage %+v", err, got)
+	}
+	// Step 1 logged from sequence 2 (after the first snapshot); step 2
+	// after the call's result and the running snapshot between steps.
+	var step2 int64
+	for _, ev := range evs {
+		if ev.Type == thread.KindToken && ev.Text == "Done." {
+			step2 = ev.Sequence
+		}
+	}
+	want := []thread.StepUsage{{From: 2, PromptTokens: 12, CompletionTokens: 5, FinishReason: "tool_call"},
+		{From: step2, PromptTokens: 30, CompletionTokens: 2, FinishReason: "stop"}}
+	if fmt.Sprint(got.Usage.Steps) != fmt.Sprint(want) || got.Usage.PromptTokens != 42 || got.Usage.CompletionTokens != 7 {
+		t.Fatalf("usage: got %+v, want 42/7 and steps %+v", got.Usage, want)
+	}
+	recs := make([]thread.Record, 0, len(evs))
+	for _, ev := range evs {
+		recs = append(recs, thread.Record{Seq: ev.Sequence, Kind: ev.Type, CallID: ev.CallID, Name: ev.Name})
+	}
+	tr := thread.BuildTrace(thread.TraceSource{Run: got, Records: recs})
+	var steps []string
+	for _, s := range tr.Spans {
+		if s.Operation == thread.OpChat && s.InputTokens != nil {
+			steps = append(steps, fmt.Sprintf("%d/%d %s", *s.InputTokens, *s.OutputTokens, s.FinishReason))
+		}
+	}
+	if fmt.Sprint(steps) != "[12/5 tool_call 30/2 stop]" {
+		t.Errorf("trace's chat spans: got %v, want [12/5 tool_call 30/2 stop]", steps)
+	}
+
+	// A run of one model call (the script's last step again) keeps only
+	// its totals: its chat span has them.
+	tid1, r1, _ := runAgent(t, svc, "again", thread.RunConfig{})
+	one, err := st.RunGet(context.Background(), tid1, r1.ID)
+	if err != nil || one.Usage == nil || one.Usage.Steps != nil || one.Usage.PromptTokens != 1 {
+		t.Errorf("a one-call run's usage: got %+v, %v; want 1/1 and no steps", one.Usage, err)
 	}
 }
 

@@ -164,7 +164,7 @@ func domainUsage(u *wire.Usage) *thread.Usage {
 	if u == nil {
 		return nil
 	}
-	d := thread.Usage(*u)
+	d := thread.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 	return &d
 }
 

@@ -803,7 +803,8 @@ func contractRunFinish(t *testing.T, s thread.Store) {
 	r := start(t, s, th, uuid.Nil)
 	fin := ending(r, "hel", "lo")
 	fin.Title = "greeting"
-	fin.Usage = &thread.Usage{PromptTokens: 3, CompletionTokens: 2}
+	steps := []thread.StepUsage{{From: 2, PromptTokens: 1, CompletionTokens: 1, FinishReason: "tool_call"}, {From: 3, PromptTokens: 2, CompletionTokens: 1}}
+	fin.Usage = &thread.Usage{PromptTokens: 3, CompletionTokens: 2, Steps: steps}
 	if err := s.RunFinish(ctx, fin); err != nil {
 		t.Fatalf("RunFinish: %v", err)
 	}
@@ -811,6 +812,9 @@ func contractRunFinish(t *testing.T, s thread.Store) {
 	got, err := s.RunGet(ctx, th.ID, r.ID)
 	if err != nil || got.Status != thread.RunSucceeded || got.FinishedAt == nil || got.Owner != "" || got.Usage == nil || got.Usage.CompletionTokens != 2 {
 		t.Fatalf("RunGet after RunFinish: got %+v, %v", got, err)
+	}
+	if fmt.Sprint(got.Usage.Steps) != fmt.Sprint(steps) {
+		t.Fatalf("RunGet after RunFinish: steps' usage %+v, want %+v", got.Usage.Steps, steps)
 	}
 	gt, nodes, active, err := s.ThreadRead(ctx, "alice", th.ID, 0)
 	if err != nil || gt.LastSeq != 2 || gt.HeadID != r.MessageID || gt.Title == nil || *gt.Title != "greeting" || len(nodes) != 2 ||

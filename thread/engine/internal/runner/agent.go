@@ -43,6 +43,10 @@ type turnRun struct {
 	// commitStart commits the run's start now unless it is committed or
 	// being committed (nil: nothing to commit).
 	commitStart func()
+	// steps is the usage of each step that reported some; calls counts
+	// the model calls.
+	steps []thread.StepUsage
+	calls int
 }
 
 // add logs rec as the next event and folds it in.
@@ -157,8 +161,11 @@ func (s *Runner) drive(t *turnRun, m thread.Model, req thread.ModelRequest, cfg 
 		t.ids, t.opened = map[string]string{}, nil
 		sreq.Messages = t.messages(base)
 		sctx, span := s.startChatSpan(ctx, t.ar.run)
+		from := t.seq + 1
+		t.calls++
 		sres, err := m.Stream(sctx, sreq, t.onDelta)
 		endChatSpan(ctx, span, sres, err)
+		t.stepUsage(ctx, from, sres, err)
 		sreq.Approvals = nil
 		res = addStep(res, sres)
 		if err != nil {
@@ -221,6 +228,23 @@ func addStep(res thread.ModelResult, s thread.ModelResult) thread.ModelResult {
 		res.StopReason = s.StopReason
 	}
 	return res
+}
+
+// stepUsage keeps a step's usage when its model reported some, with its
+// finish reason as its chat span has it.
+func (t *turnRun) stepUsage(ctx context.Context, from int64, res thread.ModelResult, err error) {
+	if res.PromptTokens <= 0 && res.CompletionTokens <= 0 {
+		return
+	}
+	reason := stepFinishReason(res)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		reason = "cancelled"
+	case err != nil:
+		reason = "error"
+	}
+	t.steps = append(t.steps, thread.StepUsage{From: from, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
+		FinishReason: reason})
 }
 
 // dropAnswered leaves out of this step's calls those the model answered

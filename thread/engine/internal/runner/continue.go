@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/threadline/threadline/checkpoint"
@@ -42,6 +43,9 @@ func (s *Runner) WaitingTip(tree *checkpoint.Tree, req thread.RunRequest) (*chec
 	}
 	for _, a := range req.Approvals {
 		approvals[a.CallID] = true
+		if err := checkOption(tip.Content, a); err != nil {
+			return nil, err
+		}
 	}
 	waiting := 0
 	for _, p := range tip.Content {
@@ -90,7 +94,8 @@ func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers
 	for _, a := range ans.Approvals {
 		p, _ := t.fold.Call(a.CallID)
 		if perm := permission(content, a.CallID); perm != nil {
-			agent = append(agent, thread.ModelApproval{ToolCallID: a.CallID, Approved: a.Approved, Reason: a.Reason, Permission: perm})
+			agent = append(agent, thread.ModelApproval{ToolCallID: a.CallID, Approved: a.Approved, OptionID: a.OptionID, Reason: a.Reason,
+				Permission: perm})
 			continue
 		}
 		if a.Approved {
@@ -109,6 +114,32 @@ func (t *turnRun) answer(ctx context.Context, cfg thread.RunConfig, ans *Answers
 	return agent, t.runCalls(ctx, cfg, approved)
 }
 
+// checkOption checks an approval's option_id: it names an option of the
+// permission the agent asked about its call, whose kind agrees with
+// approved. invalid_request says which does not.
+func checkOption(content []checkpoint.Part, a thread.Approval) error {
+	if a.OptionID == "" {
+		return nil
+	}
+	perm := permission(content, a.CallID)
+	if perm == nil {
+		return errcode.New(errcode.Invalid, "approvals: tool call %s is not an agent's permission request: it takes no option_id", a.CallID)
+	}
+	_, opts, _ := thread.ReadPermission(perm)
+	ids := make([]string, 0, len(opts))
+	for _, o := range opts {
+		if o.ID != a.OptionID {
+			ids = append(ids, fmt.Sprintf("%q", o.ID))
+			continue
+		}
+		if approves, known := o.Approves(); known && approves != a.Approved {
+			return errcode.New(errcode.Invalid, "approvals: option %q of tool call %s is %s: approved must be %t", a.OptionID, a.CallID, o.Kind, approves)
+		}
+		return nil
+	}
+	return errcode.New(errcode.Invalid, "approvals: tool call %s has no option %q (its options: %s)", a.CallID, a.OptionID, strings.Join(ids, ", "))
+}
+
 // permission returns the value of the thread.PermissionPart data part that
 // asks about call id, or nil.
 func permission(content []checkpoint.Part, id string) json.RawMessage {
@@ -116,10 +147,7 @@ func permission(content []checkpoint.Part, id string) json.RawMessage {
 		if p.Type != checkpoint.PartData || p.Name != thread.PermissionPart {
 			continue
 		}
-		var v struct {
-			ToolCallID string `json:"toolCallId"`
-		}
-		if json.Unmarshal(p.Data, &v) == nil && v.ToolCallID == id {
+		if callID, _, ok := thread.ReadPermission(p.Data); ok && callID == id {
 			return p.Data
 		}
 	}

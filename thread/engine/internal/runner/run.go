@@ -114,6 +114,11 @@ func (s *Runner) execute(ar *Active, tree *checkpoint.Tree, model thread.Model, 
 	var usage *thread.Usage
 	if res.PromptTokens > 0 || res.CompletionTokens > 0 {
 		usage = &thread.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
+		if t.calls > 1 {
+			// A run of one model call keeps no steps: its totals are the
+			// step's (what a chat turn's row holds stays as small).
+			usage.Steps = t.steps
+		}
 	}
 	modelName := r.Model
 	if res.Model != "" && res.Model != r.Model {

@@ -121,7 +121,7 @@ func endChatSpan(ctx context.Context, span trace.Span, res thread.ModelResult, e
 		}
 		spanError(span, errType, msg)
 	default:
-		span.SetAttributes(semconv.GenAIResponseFinishReasons(finishReason(res.StopReason)))
+		span.SetAttributes(semconv.GenAIResponseFinishReasons(stepFinishReason(res)))
 	}
 }
 
@@ -172,6 +172,16 @@ func modelParts(name string) (provider, model string) {
 		return semconv.GenAIProviderNameGCPGemini.Value.AsString(), m
 	}
 	return p, m
+}
+
+// stepFinishReason is how a step that returned ended, in the conventions'
+// spelling: a step that stopped with calls to run called tools, whatever
+// stop its model named.
+func stepFinishReason(res thread.ModelResult) string {
+	if len(res.ToolCalls) > 0 && (res.StopReason == thread.StopDone || res.StopReason == "") {
+		return "tool_call"
+	}
+	return finishReason(res.StopReason)
 }
 
 // finishReason is a step's stop reason in the conventions' spelling.
