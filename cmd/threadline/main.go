@@ -121,6 +121,7 @@ type Config struct {
 	// models at start (0: not asked).
 	DiscoverTimeout time.Duration
 	StartLinger     time.Duration
+	TokenHold       time.Duration
 	// ToolApproval names built-in tools whose every call needs a person's
 	// approval (MCP servers say it in their own config).
 	ToolApproval []string
@@ -247,6 +248,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
 	e.dur(&cfg.StartLinger, "start-linger", "THREADLINE_START_LINGER", 2*time.Millisecond, "how long a run's start may wait to be committed with its end (0: commit it at once)")
+	e.dur(&cfg.TokenHold, "token-hold", "THREADLINE_TOKEN_HOLD", 0, "how long a run's tokens may wait after its last log commit to be committed, published and streamed with the next ones (0: at once); other events go at once")
 	e.str(&cfg.CPUProfile, "cpu-profile", "THREADLINE_CPU_PROFILE", "", "write a CPU profile of the whole serve to this file, for go tool pprof (empty: off)")
 	var maxConns int64
 	e.dur(&cfg.ReadHeaderTimeout, "read-header-timeout", "THREADLINE_READ_HEADER_TIMEOUT", 10*time.Second, "how long a client may take to send a request's headers (a new connection that sends nothing is closed after it)")
@@ -466,6 +468,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 		Logger:      log,
 		TitleModel:  cfg.TitleModel,
 		StartLinger: startLinger(cfg.StartLinger),
+		TokenHold:   cfg.TokenHold,
 		Tools:       tools,
 		Tracer:      traces.tracer(),
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,7 +146,18 @@ func sameAgentEvents(t *testing.T, what string, got, want []thread.Event, msgID 
 // and an interim snapshot, and a replay from the store is the same.
 func TestAgentDemoCalculator(t *testing.T) {
 	t.Parallel()
-	svc, st, _ := fakeSetup(t, builtin.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...)})
+	// A token hold (here longer than any test) holds the tokens only: the
+	// tool step and the run end send them, and the events are the same.
+	for _, hold := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint("hold=", hold), func(t *testing.T) {
+			t.Parallel()
+			agentDemoCalculator(t, hold)
+		})
+	}
+}
+
+func agentDemoCalculator(t *testing.T, hold time.Duration) {
+	svc, st, _ := fakeSetup(t, builtin.NewDemo(0), engine.Config{Tools: registry(t, tool.Builtins(nil)...), TokenHold: hold})
 	tid, r, evs := runAgent(t, svc, "what is 12*7?", thread.RunConfig{})
 	args, result, interim := calcEvents(t, evs, r)
 	if args != `{"expression":"12*7"}` || result == nil || string(result.Data) != "84" || result.IsError {

@@ -46,6 +46,15 @@ type Config struct {
 	// price is that a start the database refuses (another process changed
 	// the thread) has cost up to a linger of the model's time.
 	StartLinger time.Duration
+	// TokenHold is how long a run's tokens (and reasoning) may wait after
+	// the run's last group commit to be committed, published and written
+	// to its streams together (0: at once, the default). Every commit,
+	// publish and stream write has a cost of its own, several times a
+	// token's; at a token rate of R a second, a hold above 1/R makes each
+	// carry several tokens, for a delay of up to the hold. Every other
+	// record (a tool call, a snapshot, the end) goes at once and takes the
+	// held tokens with it.
+	TokenHold time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts at a run's
 	// end write (50ms, 2s); the attempts stop after a lease.
 	RetryMin, RetryMax time.Duration
@@ -111,7 +120,7 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 		trees: trees.New(store, cfg.TreeCache), active: runner.NewRegistry(), drained: make(chan struct{})}
 	s.runner = runner.New(store, hub, models, s.trees, s.active, s.log, runner.Config{
 		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, OnPublish: cfg.OnPublish, OnRunEnd: cfg.OnRunEnd,
-		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
+		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, TokenHold: cfg.TokenHold, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
 		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer,
 		Subagents: delegator{s}, SubagentMaxDepth: cfg.SubagentMaxDepth, SubagentMaxChildren: cfg.SubagentMaxChildren})
 	s.starter = starter.New(store, hub, models, atts, s.trees, s.active, s.runner, starter.Config{

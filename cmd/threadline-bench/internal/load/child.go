@@ -63,6 +63,7 @@ func loadStartChild(ctx context.Context, o loadOpts, k int, dbURL string, interv
 		"THREADLINE_STREAMS_PER_CALLER=0",
 		"THREADLINE_ADDR_RATE_LIMIT=0",
 	)
+	cmd.Env = append(cmd.Env, o.serverEnv...) // the last of a key wins
 	if o.cpuProfile != "" {
 		cmd.Env = append(cmd.Env, "THREADLINE_CPU_PROFILE="+o.cpuProfile+".k"+strconv.Itoa(k))
 	}

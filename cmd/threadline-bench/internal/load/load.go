@@ -84,6 +84,7 @@ type loadOpts struct {
 	floor       bool
 	withFloor   bool
 	floorBin    string
+	serverEnv   []string // KEY=VALUE added to the child service's environment
 }
 
 func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) (loadOpts, error) {
@@ -117,6 +118,13 @@ func parseLoadOpts(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.BoolVar(&o.floor, "floor", false, "measure the floor instead of Threadline: each K's child is 'threadline-bench floor', the same stream endpoints kept in memory (no database, no durable log); what HTTP streaming alone costs here")
 	fs.StringVar(&o.floorBin, "floor-bin", "", "with --with-floor: the binary to run with 'floor' (default: this executable)")
 	fs.BoolVar(&o.withFloor, "with-floor", false, "after each K's Threadline measurement, measure the floor at the same K in the same run (see --floor); the summary names the K where each one's p99 added delay first reaches the goal's bound")
+	fs.Func("server-env", "child mode: KEY=VALUE added to each K's service's environment, after the bench's own settings (repeatable), e.g. THREADLINE_TOKEN_HOLD=20ms", func(kv string) error {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("%q is not KEY=VALUE", kv)
+		}
+		o.serverEnv = append(o.serverEnv, kv)
+		return nil
+	})
 	fs.Int64Var(&seed, "seed", 1, "seed of the clients' random choices (who drops, when, how long)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -463,6 +471,9 @@ func loadStartTarget(ctx context.Context, o loadOpts, k int, interval time.Durat
 			return tgt, nil, err
 		}
 		res.Target = "child: " + o.serverBin + " serve on " + child.addr + ", fresh database " + dbName
+		if len(o.serverEnv) > 0 {
+			res.Target += ", with " + strings.Join(o.serverEnv, " ")
+		}
 		n := o.dbMaxConns
 		res.DBMaxConns = &n
 		stop = func() {

@@ -62,7 +62,10 @@ func TestBenchLoadSmall(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"--k", "5", "--tokens", "20", "--rate", "200", "--rejoin-share", "0.4", "--ramp", "200ms",
 		"--rejoin-pause", "30ms", "--timeout", "2m", "--database-url", db, "--server-bin", bin,
-		"--with-floor", "--floor-bin", binary(t, "threadline-bench")}
+		"--with-floor", "--floor-bin", binary(t, "threadline-bench"),
+		// Runs that hold tokens a little (engine.Config.TokenHold) still
+		// deliver each exactly once, rejoins included.
+		"--server-env", "THREADLINE_TOKEN_HOLD=20ms"}
 	getenv := func(string) string { return "" }
 	if err := Run(ctx, args, getenv, &stdout, &stderr); err != nil {
 		t.Fatalf("bench load: %v\nstderr:\n%s", err, stderr.String())
@@ -79,6 +82,12 @@ func TestBenchLoadSmall(t *testing.T) {
 	checkLoadRuns(t, &r)
 	checkLoadDelays(t, &r)
 	checkLoadServer(t, &r)
+	if w := r.ServerWritesPerToken; w == nil || *w <= 0 {
+		t.Errorf("server_write_syscalls_per_token = %v, want a positive figure", w)
+	}
+	if !strings.Contains(r.Target, "THREADLINE_TOKEN_HOLD=20ms") {
+		t.Errorf("target %q does not name the service's extra environment", r.Target)
+	}
 	for what, v := range map[string]*float64{"server_cpu_us_per_token": r.ServerCPUPerToken, "db_cpu_us_per_token": r.DBCPUPerToken} {
 		if v == nil || *v <= 0 {
 			t.Errorf("%s = %v, want a positive figure", what, v)
@@ -113,7 +122,7 @@ func checkLoadKeys(t *testing.T, line string) {
 	}
 	for _, key := range []string{"k", "runs_completed", "runs_failed", "tokens_expected", "tokens_delivered", "exactly_once",
 		"rejoined", "added_delay_ms", "added_delay_upper_bound_ms", "added_delay_all_streaming_ms", "added_delay_by_second", "added_delay_before_first_event_ms", "added_delay_after_first_event_ms", "server_publish_delay", "server_sched_latency", "preconnected_conns", "delay_method", "server_cpu_s",
-		"server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
+		"server_write_syscalls_per_token", "server_cpu_util", "server_rss_peak_mb", "db_growth_bytes", "wall_s", "machine", "commit", "ramp"} {
 		if _, ok := res[key]; !ok {
 			t.Errorf("result has no %q key: %s", key, line)
 		}
@@ -246,6 +255,9 @@ func TestBenchLoadFlags(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--with-floor", "--floor"}, "does not go with --floor"},
 		{[]string{"--with-floor", "--url", "http://127.0.0.1:8080"}, "do not go with --url"},
+		{[]string{"--server-env", "THREADLINE_TOKEN_HOLD=20ms", "--server-env", "GOGC=200"}, ""},
+		{[]string{"--server-env", "GOGC"}, "not KEY=VALUE"},
+		{[]string{"--server-env", "=1"}, "not KEY=VALUE"},
 	}
 	for _, tc := range cases {
 		var stderr bytes.Buffer

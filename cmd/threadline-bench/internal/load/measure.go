@@ -18,6 +18,8 @@ type loadBefore struct {
 	backends map[int]float64
 	cpu      float64
 	cpuOK    bool
+	writes   int64
+	writesOK bool
 	mach     loadCPUStat
 	machOK   bool
 	client   float64
@@ -29,6 +31,7 @@ func loadMeasureBefore(ctx context.Context, hc *http.Client, tgt loadTarget) loa
 	b.db, b.dbErr = loadDBSize(ctx, tgt.dbURL)
 	b.backends = loadBackendCPU(ctx, tgt.dbURL)
 	b.cpu, b.cpuOK = loadProcCPU(tgt.pid)
+	b.writes, b.writesOK = loadProcWrites(tgt.pid)
 	b.mach, b.machOK = loadMachineCPU()
 	b.client = loadSelfCPU()
 	return b
@@ -49,6 +52,10 @@ func (b loadBefore) after(ctx context.Context, hc *http.Client, tgt loadTarget, 
 			s := bench.Round(after-b.cpu, 3)
 			u := bench.Round(s/wall.Seconds(), 3)
 			res.ServerCPUS, res.ServerCPUUtil = &s, &u
+		}
+		if after, ok := loadProcWrites(tgt.pid); ok && b.writesOK {
+			n := after - b.writes
+			res.ServerWrites = &n
 		}
 		if peak, end, ok := loadProcRSS(tgt.pid); ok {
 			res.ServerRSSPeakMB, res.ServerRSSEndMB = &peak, &end

@@ -42,6 +42,25 @@ func loadProcCPU(pid int) (float64, bool) {
 	return (ut + st) / loadClkTck, true
 }
 
+// loadProcWrites returns the write system calls the process made so far
+// (syscw of /proc/<pid>/io).
+func loadProcWrites(pid int) (int64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 func loadProcRSS(pid int) (peakMB, endMB float64, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

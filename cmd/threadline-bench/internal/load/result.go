@@ -102,24 +102,33 @@ type Result struct {
 	// delivered token cost the service and Postgres (its backends serving
 	// the K's database; Postgres's shared background processes are not
 	// counted, nor backends that ended within the window).
-	ServerCPUPerToken *float64      `json:"server_cpu_us_per_token"`
-	DBCPUPerToken     *float64      `json:"db_cpu_us_per_token"`
-	MachineCPUUtil    *float64      `json:"machine_cpu_util"`
-	DBGrowthBytes     *int64        `json:"db_growth_bytes"`
-	DBGrowthPerRun    *float64      `json:"db_growth_per_run_bytes"`
-	DBMaxConns        *int          `json:"server_db_max_conns"`
-	ServerLogErrors   int           `json:"server_log_errors"`
-	ServerLogWarns    int           `json:"server_log_warnings"`
-	WallS             float64       `json:"wall_s"`
-	IdealS            float64       `json:"ideal_s"`
-	Errors            []string      `json:"errors"`
-	MeetsGoal         bool          `json:"meets_goal"`
-	MeetsStretch      bool          `json:"meets_stretch"`
-	Target            string        `json:"target"`
-	Machine           bench.Machine `json:"machine"`
-	Postgres          string        `json:"postgres"`
-	GoVersion         string        `json:"go_version"`
-	Commit            string        `json:"commit"`
+	ServerCPUPerToken *float64 `json:"server_cpu_us_per_token"`
+	DBCPUPerToken     *float64 `json:"db_cpu_us_per_token"`
+	// ServerWrites is the service's write system calls over the window
+	// (syscw of /proc/<pid>/io: its streams' socket writes, and its
+	// database connections'); ServerWritesPerToken is that over
+	// tokens_delivered. About one a token when every token is written to
+	// its stream alone; less when several go out together (a token hold,
+	// or a service too busy to keep up, whose batches grow), so it says
+	// how much of server_cpu_us_per_token is batching.
+	ServerWrites         *int64        `json:"server_write_syscalls"`
+	ServerWritesPerToken *float64      `json:"server_write_syscalls_per_token"`
+	MachineCPUUtil       *float64      `json:"machine_cpu_util"`
+	DBGrowthBytes        *int64        `json:"db_growth_bytes"`
+	DBGrowthPerRun       *float64      `json:"db_growth_per_run_bytes"`
+	DBMaxConns           *int          `json:"server_db_max_conns"`
+	ServerLogErrors      int           `json:"server_log_errors"`
+	ServerLogWarns       int           `json:"server_log_warnings"`
+	WallS                float64       `json:"wall_s"`
+	IdealS               float64       `json:"ideal_s"`
+	Errors               []string      `json:"errors"`
+	MeetsGoal            bool          `json:"meets_goal"`
+	MeetsStretch         bool          `json:"meets_stretch"`
+	Target               string        `json:"target"`
+	Machine              bench.Machine `json:"machine"`
+	Postgres             string        `json:"postgres"`
+	GoVersion            string        `json:"go_version"`
+	Commit               string        `json:"commit"`
 }
 
 // Goal of the issue: p99 added delay under 50 ms (stretch 5 ms), every token
@@ -162,4 +171,8 @@ func (r *Result) perToken() {
 		return &v
 	}
 	r.ServerCPUPerToken, r.DBCPUPerToken = per(r.ServerCPUS), per(r.DBBackendCPUS)
+	if r.ServerWrites != nil {
+		v := bench.Round(float64(*r.ServerWrites)/float64(r.TokensDelivered), 3)
+		r.ServerWritesPerToken = &v
+	}
 }

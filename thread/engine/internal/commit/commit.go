@@ -46,6 +46,14 @@ type GroupCommit[R, K any] struct {
 	// (0 after a success); retryMin and retryMax bound it.
 	backoff            time.Duration
 	retryMin, retryMax time.Duration
+	// hold (SetHold) is how long a run's records added with AddSoon may
+	// wait for the run's next commit after its last; held are the writers
+	// waiting so, with the time each is due (guarded by mu).
+	hold time.Duration
+	held map[*LogWriter[R, K]]time.Time
+	// armed is when the goroutine next looks at held by itself (zero:
+	// only when woken): a writer due earlier wakes it.
+	armed time.Time
 }
 
 // Segment is one run's records in a commit: the records of the run of the
@@ -70,6 +78,13 @@ func NewGroupCommit[R, K any](write WriteFunc[R, K], publish func(w *LogWriter[R
 		pending: make(map[*LogWriter[R, K]]struct{}), kick: make(chan struct{}, 1),
 		retryMin: 10 * time.Millisecond, retryMax: time.Second}
 }
+
+// SetHold sets how long records added with AddSoon may wait to join a
+// commit: a run's next commit takes them once hold has passed since its
+// last one, so that one commit, one publish and one write to each of the
+// run's streams carry several (0, the default: at once). Call it before
+// Start.
+func (c *GroupCommit[R, K]) SetHold(hold time.Duration) { c.hold = hold }
 
 // Start starts the commit goroutine; Stop stops it, after the commit in
 // flight. Records still pending then are left to their runs' final writes.
@@ -104,6 +119,11 @@ type LogWriter[R, K any] struct {
 	lost   bool
 	lostFn func()
 	idle   *sync.Cond
+	// lastTake is when a commit last took the run's records; urgent says
+	// a pending record was added with Add (or the run stops): the run's
+	// next commit is not held.
+	lastTake time.Time
+	urgent   bool
 	// start is where the writing of the run's start stands; records wait
 	// in pending until it is committed (their rows need the run's row).
 	start     StartState
@@ -173,24 +193,94 @@ func (w *LogWriter[R, K]) StartDone() <-chan struct{} { return w.startDone }
 // queue adds w to the next commit, and wakes the commit goroutine if kick.
 func (c *GroupCommit[R, K]) queue(w *LogWriter[R, K], kick bool) {
 	c.mu.Lock()
+	delete(c.held, w)
 	c.pending[w] = struct{}{}
 	c.mu.Unlock()
-	if !kick {
-		return // a failed commit's retry takes it
+	if kick {
+		c.wake()
 	}
+}
+
+// wake wakes the commit goroutine.
+func (c *GroupCommit[R, K]) wake() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
 }
 
+// queueAfter adds w to the first commit after its last commit (taken then)
+// plus the hold; the commit goroutine then queues it (releaseHeld).
+func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken time.Time) {
+	due := taken.Add(c.hold)
+	if c.hold <= 0 || !time.Now().Before(due) {
+		c.queue(w, true)
+		return
+	}
+	c.mu.Lock()
+	_, pending := c.pending[w]
+	_, held := c.held[w]
+	wake := false
+	if !pending && !held {
+		if c.held == nil {
+			c.held = make(map[*LogWriter[R, K]]time.Time)
+		}
+		c.held[w] = due
+		wake = c.armed.IsZero() || due.Before(c.armed)
+	}
+	c.mu.Unlock()
+	if wake {
+		c.wake() // the goroutine sets its timer for the earliest due
+	}
+}
+
+// releaseHeld queues the held writers that are due and returns when the
+// next one is (zero: none is held), which the goroutine is armed for.
+func (c *GroupCommit[R, K]) releaseHeld() (next time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() { c.armed = next }()
+	if len(c.held) == 0 {
+		return time.Time{}
+	}
+	now := time.Now()
+	for w, due := range c.held {
+		if !due.After(now) {
+			delete(c.held, w)
+			c.pending[w] = struct{}{}
+		} else if next.IsZero() || due.Before(next) {
+			next = due
+		}
+	}
+	return next
+}
+
+// hasPending reports whether a writer waits for the next commit.
+func (c *GroupCommit[R, K]) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
 // growDoubleFrom is the log length from which Add doubles a writer's
 // array instead of letting append grow it.
 const growDoubleFrom = 256
 
-// Add queues a record; it never blocks on the database.
-func (w *LogWriter[R, K]) Add(rec R) {
+// Add queues a record for the next commit; it never blocks on the
+// database.
+func (w *LogWriter[R, K]) Add(rec R) { w.add(rec, false) }
+
+// AddSoon queues a record that may wait for the hold (SetHold) after the
+// run's last commit, to be written and published with the ones that
+// follow it meanwhile (a token); a record added with Add, or Stop, sends
+// it at once.
+func (w *LogWriter[R, K]) AddSoon(rec R) { w.add(rec, true) }
+
+func (w *LogWriter[R, K]) add(rec R, soon bool) {
 	w.mu.Lock()
+	if !soon {
+		w.urgent = true
+	}
 	if len(w.all) == w.taken {
 		w.since = time.Now()
 	}
@@ -204,9 +294,14 @@ func (w *LogWriter[R, K]) Add(rec R) {
 	}
 	w.all = append(w.all, rec)
 	queue := !w.inflight && !w.lost && w.start == StartCommitted
+	urgent, taken := w.urgent, w.lastTake
 	w.mu.Unlock()
-	if queue {
+	switch {
+	case !queue:
+	case urgent:
 		w.c.queue(w, true)
+	default:
+		w.c.queueAfter(w, taken)
 	}
 }
 
@@ -220,6 +315,10 @@ func (w *LogWriter[R, K]) Add(rec R) {
 func (w *LogWriter[R, K]) Stop() []R {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.urgent = true // nothing of a stopping run is held
+	if !w.inflight && !w.lost && w.start == StartCommitted && w.taken < len(w.all) {
+		w.c.queue(w, true) // it may be held
+	}
 	for w.start == StartCommitted && !w.retrying && !w.lost && (w.inflight || w.taken < len(w.all)) {
 		w.idle.Wait() // pending records are queued: the commit broadcasts
 	}
@@ -282,11 +381,23 @@ type takenRecs[R, K any] struct {
 }
 
 func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
-		select {
-		case <-stop:
-			return
-		case <-c.kick:
+		if next := c.releaseHeld(); !c.hasPending() {
+			var due <-chan time.Time
+			if !next.IsZero() {
+				timer.Reset(time.Until(next))
+				due = timer.C
+			}
+			select {
+			case <-stop:
+				return
+			case <-c.kick:
+			case <-due:
+			}
+			continue
 		}
 		for c.commit() {
 			// Failed: wait, then try again with what gathered meanwhile.
@@ -329,6 +440,7 @@ func (c *GroupCommit[R, K]) commit() (retry bool) {
 	c.pending = make(map[*LogWriter[R, K]]struct{}, len(ws))
 	c.mu.Unlock()
 	batch := make([]takenRecs[R, K], 0, len(ws))
+	now := time.Now()
 	for w := range ws {
 		w.mu.Lock()
 		if !w.stopped && !w.lost && w.start == StartCommitted && len(w.all) > w.taken {
@@ -336,6 +448,7 @@ func (c *GroupCommit[R, K]) commit() (retry bool) {
 			batch = append(batch, takenRecs[R, K]{w, w.taken, recs, w.since})
 			w.taken = len(w.all)
 			w.inflight = true
+			w.lastTake, w.urgent = now, false
 		}
 		w.mu.Unlock()
 	}
@@ -404,10 +517,15 @@ func (c *GroupCommit[R, K]) settle(batch []takenRecs[R, K], ok bool) {
 			t.w.taken = t.from
 		}
 		requeue := len(t.w.all) > t.w.taken && !t.w.stopped && !t.w.lost
+		urgent, taken := t.w.urgent || !ok, t.w.lastTake
 		t.w.idle.Broadcast()
 		t.w.mu.Unlock()
-		if requeue {
+		switch {
+		case !requeue:
+		case urgent:
 			c.queue(t.w, ok)
+		default:
+			c.queueAfter(t.w, taken) // tokens added during the commit
 		}
 	}
 }

@@ -230,13 +230,27 @@ func TestFollowGone(t *testing.T) {
 	x := setup(t)
 	r := x.start(t)
 	done := make(chan []thread.Event, 1)
+	first := make(chan struct{})
 	go func() {
-		evs, err := x.follow(context.Background(), r, 0)
+		var got []thread.Event
+		err := x.f.Follow(context.Background(), "alice", r, 0, func(ev thread.Event, _ bool) error {
+			if got = append(got, ev); len(got) == 1 {
+				close(first)
+			}
+			return nil
+		})
 		if err != nil {
 			t.Error(err)
 		}
-		done <- evs
+		done <- got
 	}()
+	// The first snapshot delivered and the follow subscribed: only then is
+	// the thread deleted (a subscription alone may precede the replay's read).
+	select {
+	case <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follow delivered nothing")
+	}
 	wait.Eventually(t, 5*time.Second, func() bool { return x.hub.Subscribers(r.ID) > 0 }, "the follow never subscribed")
 	if err := x.st.ThreadDelete(context.Background(), "alice", r.ThreadID); err != nil {
 		t.Fatal(err)

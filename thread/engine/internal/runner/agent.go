@@ -61,6 +61,10 @@ func (t *turnRun) addLocked(rec thread.Record) {
 	t.seq++
 	rec.Seq = t.seq
 	t.fold.Add(&rec)
+	if rec.Kind == thread.KindToken || rec.Kind == thread.KindReasoning {
+		t.w.AddSoon(rec) // may wait for the others of its hold (TokenHold)
+		return
+	}
 	t.w.Add(rec)
 }
 

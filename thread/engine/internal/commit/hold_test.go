@@ -1,0 +1,136 @@
+package commit
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// holdSetup starts a group commit with hold whose writes are recorded,
+// and one run's writer whose start is committed.
+func holdSetup(t *testing.T, hold time.Duration) (*LogWriter[int, string], func() [][]int, chan []int) {
+	t.Helper()
+	var mu sync.Mutex
+	var writes [][]int
+	write := func(_ context.Context, segs []Segment[int, string]) ([]uuid.UUID, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range segs {
+			writes = append(writes, slices.Clone(s.Records))
+		}
+		return nil, nil
+	}
+	pubs := make(chan []int, 100)
+	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
+	c := NewGroupCommit(write, publish, nil, slog.Default())
+	c.SetHold(hold)
+	c.Start()
+	t.Cleanup(c.Stop)
+	w := c.Writer(uuid.New(), "a", 1, nil)
+	w.ClaimStart(StartCommitting)
+	w.Started(true)
+	got := func() [][]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(writes)
+	}
+	return w, got, pubs
+}
+
+// nextPub waits for the next publish.
+func nextPub(t *testing.T, pubs chan []int) []int {
+	t.Helper()
+	select {
+	case p := <-pubs:
+		return p
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing published after 30 s")
+	}
+	return nil
+}
+
+// TestHoldGathersSoonRecords: with a hold, records added with AddSoon
+// after a commit wait for the hold (here an hour), then go in one write
+// with the first record added with Add, which is not held; Stop sends
+// held records at once.
+func TestHoldGathersSoonRecords(t *testing.T) {
+	t.Parallel()
+	w, writes, pubs := holdSetup(t, time.Hour)
+	w.AddSoon(2) // the run's first commit since its start: not held
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{2}) {
+		t.Fatalf("first publish: got %v, want [2]", got)
+	}
+	w.AddSoon(3)
+	w.AddSoon(4)
+	w.AddSoon(5)
+	select {
+	case p := <-pubs:
+		t.Fatalf("published %v within the hold, want nothing before an Add", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.Add(6)
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{3, 4, 5, 6}) {
+		t.Fatalf("publish after Add: got %v, want [3 4 5 6] together", got)
+	}
+	w.AddSoon(7)
+	w.AddSoon(8)
+	if tail := w.Stop(); len(tail) != 0 {
+		t.Fatalf("Stop: got %v not durable, want everything written", tail)
+	}
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{7, 8}) {
+		t.Fatalf("publish at Stop: got %v, want [7 8]", got)
+	}
+	want := [][]int{{2}, {3, 4, 5, 6}, {7, 8}}
+	if got := writes(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("writes: got %v, want %v", got, want)
+	}
+}
+
+// TestHoldRunsOut: records held go out once the hold after the run's last
+// commit has passed, with no other record to send them; every record is
+// written and published once, in order.
+func TestHoldRunsOut(t *testing.T) {
+	t.Parallel()
+	w, writes, pubs := holdSetup(t, 50*time.Millisecond)
+	const n = 40
+	for i := 2; i < 2+n; i++ {
+		w.AddSoon(i)
+		time.Sleep(time.Millisecond)
+	}
+	var got []int
+	for len(got) < n {
+		got = append(got, nextPub(t, pubs)...)
+	}
+	want := make([]int, 0, n)
+	for i := 2; i < 2+n; i++ {
+		want = append(want, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("published: got %v, want %v once each, in order", got, want)
+	}
+	if k := len(writes()); k >= n {
+		t.Fatalf("%d records in %d writes, want fewer writes than records", n, k)
+	}
+	if tail := w.Stop(); len(tail) != 0 {
+		t.Fatalf("Stop: got %v not durable, want none", tail)
+	}
+}
+
+// TestNoHold: without a hold AddSoon is Add: no record waits for another
+// (each is published before the next is added).
+func TestNoHold(t *testing.T) {
+	t.Parallel()
+	w, _, pubs := holdSetup(t, 0)
+	for i := 2; i < 6; i++ {
+		w.AddSoon(i)
+		if got := nextPub(t, pubs); !slices.Equal(got, []int{i}) {
+			t.Fatalf("publish: got %v, want [%d]", got, i)
+		}
+	}
+	w.Stop()
+}
