@@ -50,10 +50,12 @@ type turnRun struct {
 }
 
 // add logs rec as the next event and folds it in.
-func (t *turnRun) add(rec thread.Record) {
+// It returns the record's sequence.
+func (t *turnRun) add(rec thread.Record) int64 {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.addLocked(rec)
-	t.mu.Unlock()
+	return t.seq
 }
 
 // addLocked is add with t.mu held.
@@ -308,8 +310,10 @@ func (t *turnRun) runCalls(ctx context.Context, cfg thread.RunConfig, calls []pe
 	answers <- answer{calls[0], t.callTool(ctx, cfg, calls[0])}
 	for range calls {
 		a := <-answers
-		t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.c.id, Data: thread.StorableJSON(a.res.Value), IsError: a.res.IsError})
-		t.raw(a.c, a.res)
+		// The sequence comes back from add: the calls still running (a
+		// sub-agent's events) log from their own goroutines meanwhile.
+		seq := t.add(thread.Record{Kind: thread.KindToolResult, CallID: a.c.id, Data: thread.StorableJSON(a.res.Value), IsError: a.res.IsError})
+		t.raw(a.c, a.res, seq)
 	}
 	return ctx.Err()
 }
@@ -324,8 +328,9 @@ func (t *turnRun) stepCalls() []pendingCall {
 	return out
 }
 
-// raw hands a tool call's input and output to the raw sink.
-func (t *turnRun) raw(c pendingCall, res thread.ToolOutput) {
+// raw hands a tool call's input and output, logged as event seq, to the
+// raw sink.
+func (t *turnRun) raw(c pendingCall, res thread.ToolOutput, seq int64) {
 	sink := t.s.cfg.Raw
 	if sink == nil {
 		return
@@ -338,7 +343,7 @@ func (t *turnRun) raw(c pendingCall, res thread.ToolOutput) {
 		IsError bool            `json:"is_error"`
 	}{c.id, c.name, string(c.args), thread.OrNull(res.Value), res.IsError})
 	if err == nil {
-		sink.Append(t.ar.run.ID, t.seq, "tool", b)
+		sink.Append(t.ar.run.ID, seq, "tool", b)
 	}
 }
 
