@@ -46,14 +46,15 @@ type Config struct {
 	// price is that a start the database refuses (another process changed
 	// the thread) has cost up to a linger of the model's time.
 	StartLinger time.Duration
-	// TokenHold is how long a run's tokens (and reasoning) may wait after
-	// the run's last group commit to be committed, published and written
-	// to its streams together (0: at once, the default). Every commit,
-	// publish and stream write has a cost of its own, several times a
-	// token's; at a token rate of R a second, a hold above 1/R makes each
-	// carry several tokens, for a delay of up to the hold. Every other
-	// record (a tool call, a snapshot, the end) goes at once and takes the
-	// held tokens with it.
+	// TokenHold is how long a run's token (or reasoning) may wait for the
+	// run's next one, to be committed, published and written to its
+	// streams with it (0: at once). Every commit, publish and stream
+	// write has a cost of its own, several times a token's; a run that
+	// streams faster than one token a hold sends them two at a time, each
+	// waiting at most the gap to the next, while a slower run (its last
+	// commit a hold ago) sends each at once. Every other record (a tool
+	// call, a snapshot, the end) goes at once and takes a waiting token
+	// with it.
 	TokenHold time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts at a run's
 	// end write (50ms, 2s); the attempts stop after a lease.

@@ -79,11 +79,10 @@ func NewGroupCommit[R, K any](write WriteFunc[R, K], publish func(w *LogWriter[R
 		retryMin: 10 * time.Millisecond, retryMax: time.Second}
 }
 
-// SetHold sets how long records added with AddSoon may wait to join a
-// commit: a run's next commit takes them once hold has passed since its
-// last one, so that one commit, one publish and one write to each of the
-// run's streams carry several (0, the default: at once). Call it before
-// Start.
+// SetHold sets how long a record added with AddSoon may wait for the
+// run's next one (see queueAfter), so that one commit, one publish and one
+// write to each of the run's streams carry two (0, the default: at once).
+// Call it before Start.
 func (c *GroupCommit[R, K]) SetHold(hold time.Duration) { c.hold = hold }
 
 // Start starts the commit goroutine; Stop stops it, after the commit in
@@ -209,19 +208,27 @@ func (c *GroupCommit[R, K]) wake() {
 	}
 }
 
-// queueAfter adds w to the first commit after its last commit (taken then)
-// plus the hold; the commit goroutine then queues it (releaseHeld).
-func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken time.Time) {
-	due := taken.Add(c.hold)
-	if c.hold <= 0 || !time.Now().Before(due) {
+// queueAfter queues w, whose pending records were all added with AddSoon,
+// for a commit: at once if the hold is off, if a commit last took the
+// run's records (taken) a hold or more ago, so a slow run never waits, or
+// if two or more records pend, which is the pair the hold waited for;
+// else the oldest pending record (produced at since) waits for the next
+// one, at most until since plus the hold, when the goroutine queues it
+// (releaseHeld). A steady stream faster than one record a hold thus goes
+// out two records a commit, publish and write, none waiting longer than
+// the gap to the next one.
+func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken, since time.Time, pending int) {
+	now := time.Now()
+	due := since.Add(c.hold)
+	if c.hold <= 0 || pending >= 2 || now.Sub(taken) >= c.hold || !now.Before(due) {
 		c.queue(w, true)
 		return
 	}
 	c.mu.Lock()
-	_, pending := c.pending[w]
+	_, isPending := c.pending[w]
 	_, held := c.held[w]
 	wake := false
-	if !pending && !held {
+	if !isPending && !held {
 		if c.held == nil {
 			c.held = make(map[*LogWriter[R, K]]time.Time)
 		}
@@ -294,14 +301,14 @@ func (w *LogWriter[R, K]) add(rec R, soon bool) {
 	}
 	w.all = append(w.all, rec)
 	queue := !w.inflight && !w.lost && w.start == StartCommitted
-	urgent, taken := w.urgent, w.lastTake
+	urgent, taken, since, pending := w.urgent, w.lastTake, w.since, len(w.all)-w.taken
 	w.mu.Unlock()
 	switch {
 	case !queue:
 	case urgent:
 		w.c.queue(w, true)
 	default:
-		w.c.queueAfter(w, taken)
+		w.c.queueAfter(w, taken, since, pending)
 	}
 }
 
@@ -517,7 +524,7 @@ func (c *GroupCommit[R, K]) settle(batch []takenRecs[R, K], ok bool) {
 			t.w.taken = t.from
 		}
 		requeue := len(t.w.all) > t.w.taken && !t.w.stopped && !t.w.lost
-		urgent, taken := t.w.urgent || !ok, t.w.lastTake
+		urgent, taken, since, pending := t.w.urgent || !ok, t.w.lastTake, t.w.since, len(t.w.all)-t.w.taken
 		t.w.idle.Broadcast()
 		t.w.mu.Unlock()
 		switch {
@@ -525,7 +532,7 @@ func (c *GroupCommit[R, K]) settle(batch []takenRecs[R, K], ok bool) {
 		case urgent:
 			c.queue(t.w, ok)
 		default:
-			c.queueAfter(t.w, taken) // tokens added during the commit
+			c.queueAfter(t.w, taken, since, pending) // tokens added during the commit
 		}
 	}
 }
