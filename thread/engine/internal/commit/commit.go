@@ -51,6 +51,10 @@ type GroupCommit[R, K any] struct {
 	// waiting so, with the time each is due (guarded by mu).
 	hold time.Duration
 	held map[*LogWriter[R, K]]time.Time
+	// holdFrom is how many runs must stream (streaming: started and not
+	// stopped) for the hold to apply.
+	holdFrom  int64
+	streaming atomic.Int64
 	// armed is when the goroutine next looks at held by itself (zero:
 	// only when woken): a writer due earlier wakes it.
 	armed time.Time
@@ -81,9 +85,13 @@ func NewGroupCommit[R, K any](write WriteFunc[R, K], publish func(w *LogWriter[R
 
 // SetHold sets how long a record added with AddSoon may wait for the
 // run's next one (see queueAfter), so that one commit, one publish and one
-// write to each of the run's streams carry two (0, the default: at once).
-// Call it before Start.
-func (c *GroupCommit[R, K]) SetHold(hold time.Duration) { c.hold = hold }
+// write to each of the run's streams carry two (0, the default: at once),
+// while at least from runs stream here: fewer leave the machine idle
+// enough that saving its work is not worth a token's wait. Call it
+// before Start.
+func (c *GroupCommit[R, K]) SetHold(hold time.Duration, from int) {
+	c.hold, c.holdFrom = hold, int64(from)
+}
 
 // Start starts the commit goroutine; Stop stops it, after the commit in
 // flight. Records still pending then are left to their runs' final writes.
@@ -110,6 +118,9 @@ type LogWriter[R, K any] struct {
 	ended    bool // the run's final write committed: all is its whole log
 	inflight bool
 	stopped  bool
+	// counted says the run counts as streaming (GroupCommit.streaming):
+	// its start committed and it has not stopped.
+	counted bool
 	// retrying says its last commit failed: stop then takes its pending
 	// records into the run's final write instead of waiting for a retry.
 	retrying bool
@@ -176,6 +187,8 @@ func (w *LogWriter[R, K]) Started(ok bool) {
 	queue := false
 	if ok {
 		w.start = StartCommitted
+		w.counted = true
+		w.c.streaming.Add(1)
 		w.durable = 1 // the first record went with the start
 		queue = len(w.all) > w.taken && !w.stopped
 	}
@@ -209,7 +222,7 @@ func (c *GroupCommit[R, K]) wake() {
 }
 
 // queueAfter queues w, whose pending records were all added with AddSoon,
-// for a commit: at once if the hold is off, if a commit last took the
+// for a commit: at once if the hold is off (or too few runs stream), if a commit last took the
 // run's records (taken) a hold or more ago, so a slow run never waits, or
 // if two or more records pend, which is the pair the hold waited for;
 // else the oldest pending record (produced at since) waits for the next
@@ -220,7 +233,7 @@ func (c *GroupCommit[R, K]) wake() {
 func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken, since time.Time, pending int) {
 	now := time.Now()
 	due := since.Add(c.hold)
-	if c.hold <= 0 || pending >= 2 || now.Sub(taken) >= c.hold || !now.Before(due) {
+	if c.hold <= 0 || pending >= 2 || now.Sub(taken) >= c.hold || !now.Before(due) || c.streaming.Load() < c.holdFrom {
 		c.queue(w, true)
 		return
 	}
@@ -323,6 +336,10 @@ func (w *LogWriter[R, K]) Stop() []R {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.urgent = true // nothing of a stopping run is held
+	if w.counted {
+		w.counted = false
+		w.c.streaming.Add(-1)
+	}
 	if !w.inflight && !w.lost && w.start == StartCommitted && w.taken < len(w.all) {
 		w.c.queue(w, true) // it may be held
 	}

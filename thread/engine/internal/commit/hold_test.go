@@ -28,7 +28,7 @@ func holdSetup(t *testing.T, hold time.Duration) (*LogWriter[int, string], func(
 	pubs := make(chan []int, 100)
 	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
 	c := NewGroupCommit(write, publish, nil, slog.Default())
-	c.SetHold(hold)
+	c.SetHold(hold, 0)
 	c.Start()
 	t.Cleanup(c.Stop)
 	w := c.Writer(uuid.New(), "a", 1, nil)
@@ -154,4 +154,47 @@ func TestNoHold(t *testing.T) {
 		}
 	}
 	w.Stop()
+}
+
+// TestHoldFrom: a hold that applies from two streaming runs holds nothing
+// while one streams, and holds once a second one's start is committed.
+func TestHoldFrom(t *testing.T) {
+	t.Parallel()
+	pubs := make(chan []int, 100)
+	write := func(context.Context, []Segment[int, string]) ([]uuid.UUID, error) { return nil, nil }
+	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
+	c := NewGroupCommit(write, publish, nil, slog.Default())
+	c.SetHold(time.Hour, 2)
+	c.Start()
+	t.Cleanup(c.Stop)
+	start := func(key string) *LogWriter[int, string] {
+		w := c.Writer(uuid.New(), key, 1, nil)
+		w.ClaimStart(StartCommitting)
+		w.Started(true)
+		return w
+	}
+	a := start("a")
+	for i := 2; i < 5; i++ {
+		a.AddSoon(i)
+		if got := nextPub(t, pubs); !slices.Equal(got, []int{i}) {
+			t.Fatalf("one run streaming: got %v, want [%d] at once", got, i)
+		}
+	}
+	b := start("b")
+	a.AddSoon(5)
+	select {
+	case p := <-pubs:
+		t.Fatalf("two runs streaming: published %v alone, want it held for the next record", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.AddSoon(6)
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{5, 6}) {
+		t.Fatalf("two runs streaming: got %v, want [5 6] together", got)
+	}
+	b.Stop()
+	a.AddSoon(7) // one streams again: at once
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{7}) {
+		t.Fatalf("after the second stopped: got %v, want [7] at once", got)
+	}
+	a.Stop()
 }

@@ -28,6 +28,7 @@ type Config struct {
 	TitleModel  string
 	StartLinger time.Duration
 	TokenHold   time.Duration // see engine.Config.TokenHold
+	HoldFrom    int           // see engine.Config.TokenHoldRuns
 	RetryMin    time.Duration
 	RetryMax    time.Duration
 	Tools       thread.Tools
@@ -69,7 +70,7 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, tc *trees.Cac
 	s := &Runner{store: store, hub: hub, models: models, trees: tc, active: active, cfg: cfg, log: log}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.commits = newCommitter(s)
-	s.commits.SetHold(cfg.TokenHold)
+	s.commits.SetHold(cfg.TokenHold, cfg.HoldFrom)
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
 	return s
