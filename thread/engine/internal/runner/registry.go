@@ -18,7 +18,10 @@ type Registry struct {
 	mu       sync.Mutex
 	runs     map[uuid.UUID]*Active
 	byThread map[uuid.UUID]*Active
-	closing  bool
+	// perCaller counts runs by their thread's caller, so that a start's
+	// limit check does not walk every run.
+	perCaller map[string]int
+	closing   bool
 	// firsts are the runs' first subscriptions, made before their first
 	// event, for their starter's follow to claim once (First): it then
 	// needs no catch-up read of the log. The hub's End closes one that
@@ -30,7 +33,7 @@ type Registry struct {
 
 func NewRegistry() *Registry {
 	return &Registry{runs: make(map[uuid.UUID]*Active), byThread: make(map[uuid.UUID]*Active),
-		firsts: make(map[uuid.UUID]stream.Subscription[thread.Event])}
+		perCaller: make(map[string]int), firsts: make(map[uuid.UUID]stream.Subscription[thread.Event])}
 }
 
 // add registers ar as its run's and its thread's, and counts it in done.
@@ -48,6 +51,7 @@ func (g *Registry) add(ar *Active) error {
 	}
 	g.runs[ar.run.ID] = ar
 	g.byThread[ar.run.ThreadID] = ar
+	g.perCaller[ar.thread.Caller]++
 	g.done.Add(1)
 	return nil
 }
@@ -56,7 +60,12 @@ func (g *Registry) add(ar *Active) error {
 // marks itself done).
 func (g *Registry) remove(runID uuid.UUID) {
 	g.mu.Lock()
-	delete(g.runs, runID)
+	if ar := g.runs[runID]; ar != nil {
+		delete(g.runs, runID)
+		if g.perCaller[ar.thread.Caller]--; g.perCaller[ar.thread.Caller] <= 0 {
+			delete(g.perCaller, ar.thread.Caller)
+		}
+	}
 	g.mu.Unlock()
 }
 
@@ -103,12 +112,7 @@ func (g *Registry) All() []*Active {
 func (g *Registry) Count(caller string) (total, callers int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, ar := range g.runs {
-		if ar.thread.Caller == caller {
-			callers++
-		}
-	}
-	return len(g.runs), callers
+	return len(g.runs), g.perCaller[caller]
 }
 
 // close refuses new runs from now on.
