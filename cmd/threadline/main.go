@@ -122,7 +122,8 @@ type Config struct {
 	DiscoverTimeout time.Duration
 	StartLinger     time.Duration
 	TokenHold       time.Duration
-	TokenHoldRuns   int
+	CommitPace      time.Duration
+	BusyRuns        int
 	// ToolApproval names built-in tools whose every call needs a person's
 	// approval (MCP servers say it in their own config).
 	ToolApproval []string
@@ -249,9 +250,10 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	e.dur(&cfg.RunLease, "run-lease", "THREADLINE_RUN_LEASE", 15*time.Second, "how long a run stays owned without renewal; a dead owner's runs are recovered after it")
 	e.dur(&cfg.ShutdownGrace, "shutdown-grace", "THREADLINE_SHUTDOWN_GRACE", 10*time.Second, "on SIGTERM, how long running streams may finish before they are cancelled")
 	e.dur(&cfg.StartLinger, "start-linger", "THREADLINE_START_LINGER", 2*time.Millisecond, "how long a run's start may wait to be committed with its end (0: commit it at once)")
-	e.dur(&cfg.TokenHold, "token-hold", "THREADLINE_TOKEN_HOLD", 25*time.Millisecond, "how long a run's token may wait for its next one, to be committed, published and streamed two at a time, while --token-hold-runs runs stream here (0: at once); other events go at once")
-	var holdRuns int64
-	e.num(&holdRuns, "token-hold-runs", "THREADLINE_TOKEN_HOLD_RUNS", 100, "how many runs must be streaming in this process for --token-hold to apply (0: however many)")
+	e.dur(&cfg.TokenHold, "token-hold", "THREADLINE_TOKEN_HOLD", 25*time.Millisecond, "while --busy-runs runs stream here, how long a run's token may wait for its next one, to be committed, published and streamed two at a time (0: at once); other events go at once")
+	e.dur(&cfg.CommitPace, "commit-pace", "THREADLINE_COMMIT_PACE", 4*time.Millisecond, "while --busy-runs runs stream here, the least time between the starts of two commits of the runs' logs, so that each carries more (0: none)")
+	var busyRuns int64
+	e.num(&busyRuns, "busy-runs", "THREADLINE_BUSY_RUNS", 100, "how many runs must be streaming in this process for --token-hold and --commit-pace to apply (0: however many)")
 	e.str(&cfg.CPUProfile, "cpu-profile", "THREADLINE_CPU_PROFILE", "", "write a CPU profile of the whole serve to this file, for go tool pprof (empty: off)")
 	var maxConns int64
 	e.dur(&cfg.ReadHeaderTimeout, "read-header-timeout", "THREADLINE_READ_HEADER_TIMEOUT", 10*time.Second, "how long a client may take to send a request's headers (a new connection that sends nothing is closed after it)")
@@ -309,7 +311,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	cfg.DBMaxConns, cfg.MaxBody, cfg.MaxMessage, cfg.MaxAttachment = int(conns), maxBody, int(maxMsg), maxAtt
 	cfg.MaxConns = int(maxConns)
 	cfg.MaxAttachments, cfg.MaxPage, cfg.StreamsPerCaller, cfg.RejoinsPerRun = int(maxAtts), int(maxPage), int(streamsPC), int(rejoinsPR)
-	cfg.RunsPerCaller, cfg.MessagesPerThread, cfg.TokenHoldRuns = int(runsPC), int(msgsPT), int(holdRuns)
+	cfg.RunsPerCaller, cfg.MessagesPerThread, cfg.BusyRuns = int(runsPC), int(msgsPT), int(busyRuns)
 	cfg.SubagentMaxDepth, cfg.SubagentMaxChildren = int(subDepth), int(subChildren)
 	cfg.RunsPerProcess, cfg.StreamsPerProcess, cfg.LogPageBytes = int(maxRuns), int(maxStreams), int(logPage)
 	cfg.AuthFailures = int(authFails)
@@ -464,17 +466,18 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (*Program, error) 
 	}
 	var srv *api.Server
 	svc := engine.New(st, hub, models, st, engine.Config{
-		Owner:         owner,
-		Wakeups:       notifier,
-		Raw:           raw,
-		Lease:         cfg.RunLease,
-		Logger:        log,
-		TitleModel:    cfg.TitleModel,
-		StartLinger:   startLinger(cfg.StartLinger),
-		TokenHold:     cfg.TokenHold,
-		TokenHoldRuns: cfg.TokenHoldRuns,
-		Tools:         tools,
-		Tracer:        traces.tracer(),
+		Owner:       owner,
+		Wakeups:     notifier,
+		Raw:         raw,
+		Lease:       cfg.RunLease,
+		Logger:      log,
+		TitleModel:  cfg.TitleModel,
+		StartLinger: startLinger(cfg.StartLinger),
+		TokenHold:   cfg.TokenHold,
+		CommitPace:  cfg.CommitPace,
+		BusyRuns:    cfg.BusyRuns,
+		Tools:       tools,
+		Tracer:      traces.tracer(),
 		Limits: engine.Limits{RunsPerCaller: offIfZero(cfg.RunsPerCaller), RunsPerProcess: offIfZero(cfg.RunsPerProcess), MessagesPerThread: offIfZero(cfg.MessagesPerThread),
 			LogPageBytes: cfg.LogPageBytes,
 			InlineBytes:  int64(offIfZero(int(cfg.MaxInlineBytes)))},

@@ -56,10 +56,15 @@ type Config struct {
 	// call, a snapshot, the end) goes at once and takes a waiting token
 	// with it.
 	TokenHold time.Duration
-	// TokenHoldRuns is how many runs must be streaming in this process for
-	// TokenHold to apply (0: however many): with fewer the machine has
-	// the time to send every token at once.
-	TokenHoldRuns int
+	// CommitPace is the least time between the starts of two group
+	// commits of the runs' logs (0: none): each commit's transaction and
+	// round trips then carry more runs' records, for a wait of up to the
+	// pace.
+	CommitPace time.Duration
+	// BusyRuns is how many runs must be streaming in this process for
+	// TokenHold and CommitPace to apply (0: however many): with fewer the
+	// machine has the time to send every record at once.
+	BusyRuns int
 	// RetryMin and RetryMax bound the backoff between attempts at a run's
 	// end write (50ms, 2s); the attempts stop after a lease.
 	RetryMin, RetryMax time.Duration
@@ -125,7 +130,7 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, atts thread.A
 		trees: trees.New(store, cfg.TreeCache), active: runner.NewRegistry(), drained: make(chan struct{})}
 	s.runner = runner.New(store, hub, models, s.trees, s.active, s.log, runner.Config{
 		Owner: cfg.Owner, Lease: cfg.Lease, Now: cfg.Now, OnPublish: cfg.OnPublish, OnRunEnd: cfg.OnRunEnd,
-		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, TokenHold: cfg.TokenHold, HoldFrom: cfg.TokenHoldRuns, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
+		TitleModel: cfg.TitleModel, StartLinger: cfg.StartLinger, TokenHold: cfg.TokenHold, CommitPace: cfg.CommitPace, BusyRuns: cfg.BusyRuns, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax,
 		Tools: cfg.Tools, Raw: cfg.Raw, Tracer: cfg.Tracer,
 		Subagents: delegator{s}, SubagentMaxDepth: cfg.SubagentMaxDepth, SubagentMaxChildren: cfg.SubagentMaxChildren})
 	s.starter = starter.New(store, hub, models, atts, s.trees, s.active, s.runner, starter.Config{

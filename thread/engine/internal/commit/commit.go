@@ -46,14 +46,12 @@ type GroupCommit[R, K any] struct {
 	// (0 after a success); retryMin and retryMax bound it.
 	backoff            time.Duration
 	retryMin, retryMax time.Duration
-	// hold (SetHold) is how long a run's records added with AddSoon may
-	// wait for the run's next commit after its last; held are the writers
-	// waiting so, with the time each is due (guarded by mu).
-	hold time.Duration
-	held map[*LogWriter[R, K]]time.Time
-	// holdFrom is how many runs must stream (streaming: started and not
-	// stopped) for the hold to apply.
-	holdFrom  int64
+	// co is how commits gather work while busy (SetCoalesce); held are
+	// the writers whose records wait for the hold, with the time each is
+	// due (guarded by mu); streaming counts the runs started and not
+	// stopped, which busy compares with co.From.
+	co        Coalesce
+	held      map[*LogWriter[R, K]]time.Time
 	streaming atomic.Int64
 	// armed is when the goroutine next looks at held by itself (zero:
 	// only when woken): a writer due earlier wakes it.
@@ -83,15 +81,29 @@ func NewGroupCommit[R, K any](write WriteFunc[R, K], publish func(w *LogWriter[R
 		retryMin: 10 * time.Millisecond, retryMax: time.Second}
 }
 
-// SetHold sets how long a record added with AddSoon may wait for the
-// run's next one (see queueAfter), so that one commit, one publish and one
-// write to each of the run's streams carry two (0, the default: at once),
-// while at least from runs stream here: fewer leave the machine idle
-// enough that saving its work is not worth a token's wait. Call it
-// before Start.
-func (c *GroupCommit[R, K]) SetHold(hold time.Duration, from int) {
-	c.hold, c.holdFrom = hold, int64(from)
+// Coalesce is how the group commit trades a little wait for less work
+// per record while busy: while at least From runs stream (started, not
+// stopped). With fewer the machine has the time to send each record at
+// once. The zero value never waits.
+type Coalesce struct {
+	// Hold is how long a record added with AddSoon may wait for the run's
+	// next one (see queueAfter), so that one commit, one publish and one
+	// write to each of the run's streams carry two.
+	Hold time.Duration
+	// Pace is the least time from the start of one commit to the start of
+	// the next: each commit, with its transaction and its round trips,
+	// then carries more runs' segments.
+	Pace time.Duration
+	// From is how many runs must stream for Hold and Pace to apply.
+	From int
 }
+
+// SetCoalesce sets how commits gather work while busy. Call it before
+// Start.
+func (c *GroupCommit[R, K]) SetCoalesce(co Coalesce) { c.co = co }
+
+// busy reports whether enough runs stream for Coalesce to apply.
+func (c *GroupCommit[R, K]) busy() bool { return c.streaming.Load() >= int64(c.co.From) }
 
 // Start starts the commit goroutine; Stop stops it, after the commit in
 // flight. Records still pending then are left to their runs' final writes.
@@ -232,8 +244,9 @@ func (c *GroupCommit[R, K]) wake() {
 // the gap to the next one.
 func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken, since time.Time, pending int) {
 	now := time.Now()
-	due := since.Add(c.hold)
-	if c.hold <= 0 || pending >= 2 || now.Sub(taken) >= c.hold || !now.Before(due) || c.streaming.Load() < c.holdFrom {
+	hold := c.co.Hold
+	due := since.Add(hold)
+	if hold <= 0 || pending >= 2 || now.Sub(taken) >= hold || !now.Before(due) || !c.busy() {
 		c.queue(w, true)
 		return
 	}
@@ -339,6 +352,7 @@ func (w *LogWriter[R, K]) Stop() []R {
 	if w.counted {
 		w.counted = false
 		w.c.streaming.Add(-1)
+		w.c.wake() // a paced commit may not wait any more
 	}
 	if !w.inflight && !w.lost && w.start == StartCommitted && w.taken < len(w.all) {
 		w.c.queue(w, true) // it may be held
@@ -408,6 +422,7 @@ func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var lastStart time.Time
 	for {
 		if next := c.releaseHeld(); !c.hasPending() {
 			var due <-chan time.Time
@@ -423,6 +438,11 @@ func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
 			}
 			continue
 		}
+		if !c.pace(stop, lastStart) {
+			return
+		}
+		c.releaseHeld() // those due while paced go too
+		lastStart = time.Now()
 		for c.commit() {
 			// Failed: wait, then try again with what gathered meanwhile.
 			c.backoff = min(max(2*c.backoff, c.retryMin), c.retryMax)
@@ -435,6 +455,27 @@ func (c *GroupCommit[R, K]) loop(stop <-chan struct{}) {
 			}
 		}
 		c.backoff = 0
+	}
+}
+
+// pace waits, while busy, until a Pace has passed since the last commit
+// began (last); a wake-up looks again, as the load may have fallen. It
+// reports false if stop closed meanwhile.
+func (c *GroupCommit[R, K]) pace(stop <-chan struct{}, last time.Time) bool {
+	for {
+		d := time.Until(last.Add(c.co.Pace))
+		if c.co.Pace <= 0 || d <= 0 || !c.busy() {
+			return true
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-stop:
+			t.Stop()
+			return false
+		case <-c.kick:
+			t.Stop()
+		case <-t.C:
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ func holdSetup(t *testing.T, hold time.Duration) (*LogWriter[int, string], func(
 	pubs := make(chan []int, 100)
 	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
 	c := NewGroupCommit(write, publish, nil, slog.Default())
-	c.SetHold(hold, 0)
+	c.SetCoalesce(Coalesce{Hold: hold})
 	c.Start()
 	t.Cleanup(c.Stop)
 	w := c.Writer(uuid.New(), "a", 1, nil)
@@ -164,7 +164,7 @@ func TestHoldFrom(t *testing.T) {
 	write := func(context.Context, []Segment[int, string]) ([]uuid.UUID, error) { return nil, nil }
 	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
 	c := NewGroupCommit(write, publish, nil, slog.Default())
-	c.SetHold(time.Hour, 2)
+	c.SetCoalesce(Coalesce{Hold: time.Hour, From: 2})
 	c.Start()
 	t.Cleanup(c.Stop)
 	start := func(key string) *LogWriter[int, string] {
@@ -195,6 +195,47 @@ func TestHoldFrom(t *testing.T) {
 	a.AddSoon(7) // one streams again: at once
 	if got := nextPub(t, pubs); !slices.Equal(got, []int{7}) {
 		t.Fatalf("after the second stopped: got %v, want [7] at once", got)
+	}
+	a.Stop()
+}
+
+// TestCommitPace: a pace (here an hour) that applies from two streaming
+// runs lets a commit begin right after the last while one run streams;
+// once two do, the next commit waits for the pace, and begins as soon as
+// one of them stops.
+func TestCommitPace(t *testing.T) {
+	t.Parallel()
+	pubs := make(chan []int, 100)
+	write := func(context.Context, []Segment[int, string]) ([]uuid.UUID, error) { return nil, nil }
+	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
+	c := NewGroupCommit(write, publish, nil, slog.Default())
+	c.SetCoalesce(Coalesce{Pace: time.Hour, From: 2})
+	c.Start()
+	t.Cleanup(c.Stop)
+	start := func(key string) *LogWriter[int, string] {
+		w := c.Writer(uuid.New(), key, 1, nil)
+		w.ClaimStart(StartCommitting)
+		w.Started(true)
+		return w
+	}
+	a := start("a")
+	for i := 2; i < 4; i++ {
+		a.Add(i)
+		if got := nextPub(t, pubs); !slices.Equal(got, []int{i}) {
+			t.Fatalf("one run streaming: got %v, want [%d] at once", got, i)
+		}
+	}
+	b := start("b")
+	a.Add(4)
+	select {
+	case p := <-pubs:
+		t.Fatalf("two runs streaming: published %v within the pace, want it to wait", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.Add(5)
+	b.Stop() // one streams again: the commit goes at once, with both records
+	if got := nextPub(t, pubs); !slices.Equal(got, []int{4, 5}) {
+		t.Fatalf("after the second stopped: got %v, want [4 5] in one commit", got)
 	}
 	a.Stop()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadline/threadline/thread"
 	"github.com/threadline/threadline/thread/engine/internal/batch"
+	"github.com/threadline/threadline/thread/engine/internal/commit"
 	"github.com/threadline/threadline/thread/engine/internal/lifecycle"
 	"github.com/threadline/threadline/thread/engine/internal/trees"
 	"go.opentelemetry.io/otel/trace"
@@ -28,7 +29,8 @@ type Config struct {
 	TitleModel  string
 	StartLinger time.Duration
 	TokenHold   time.Duration // see engine.Config.TokenHold
-	HoldFrom    int           // see engine.Config.TokenHoldRuns
+	CommitPace  time.Duration // see engine.Config.CommitPace
+	BusyRuns    int           // see engine.Config.BusyRuns
 	RetryMin    time.Duration
 	RetryMax    time.Duration
 	Tools       thread.Tools
@@ -70,7 +72,7 @@ func New(store thread.Store, hub thread.Hub, models thread.Models, tc *trees.Cac
 	s := &Runner{store: store, hub: hub, models: models, trees: tc, active: active, cfg: cfg, log: log}
 	s.abandonCtx, s.abandonNow = context.WithCancel(context.Background())
 	s.commits = newCommitter(s)
-	s.commits.SetHold(cfg.TokenHold, cfg.HoldFrom)
+	s.commits.SetCoalesce(commit.Coalesce{Hold: cfg.TokenHold, Pace: cfg.CommitPace, From: cfg.BusyRuns})
 	s.starts = newStarts(store)
 	s.ends = newEnds(store)
 	return s
