@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -44,6 +45,12 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if os.Getenv("GOGC") == "" {
+		// The service's live heap is small and churns with every token:
+		// collecting it a quarter as often costs little memory and saves
+		// CPU a token (GOGC, when set, decides instead).
+		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
