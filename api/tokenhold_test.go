@@ -68,13 +68,14 @@ func tokenChunks(chunks [][]byte) int {
 	return n
 }
 
-// TestTokenHold: with a token hold (engine.Config.TokenHold) of an hour, a
-// run's first token is committed and streamed at once and each later one
-// waits for the next, so they are committed, published and streamed two at
-// a time: every token arrives once, in order, in about half the writes.
+// TestTokenHold: with a token hold (engine.Config.TokenHold) of an hour and
+// a commit pace, a run's first token is committed and streamed at once and
+// each later one waits for the next, so they are committed, published and
+// streamed two at a time: every token arrives once, in order, in about
+// half the writes.
 func TestTokenHold(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withTokens(20), withDelay(5*time.Millisecond), withService(func(c *engine.Config) { c.TokenHold = time.Hour }))
+	e := setup(t, withTokens(20), withDelay(5*time.Millisecond), withService(func(c *engine.Config) { c.TokenHold, c.CommitPace = time.Hour, 2*time.Millisecond }))
 	chunks := e.streamChunks(newID())
 	evs := readEvents(t, bytes.NewReader(bytes.Join(chunks, nil)))
 	checkRun(t, evs)
