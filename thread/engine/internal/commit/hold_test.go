@@ -156,46 +156,63 @@ func TestNoHold(t *testing.T) {
 	w.Stop()
 }
 
-// TestHoldFrom: a hold that applies from two streaming runs holds nothing
-// while one streams, and holds once a second one's start is committed.
-func TestHoldFrom(t *testing.T) {
-	t.Parallel()
-	pubs := make(chan []int, 100)
+// coalesceSetup starts a group commit with co whose writes always succeed;
+// start starts a run's writer with its start committed, and pubs gets
+// what each commit publishes.
+func coalesceSetup(t *testing.T, co Coalesce) (start func(key string) *LogWriter[int, string], pubs chan []int) {
+	t.Helper()
+	pubs = make(chan []int, 100)
 	write := func(context.Context, []Segment[int, string]) ([]uuid.UUID, error) { return nil, nil }
 	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
 	c := NewGroupCommit(write, publish, nil, slog.Default())
-	c.SetCoalesce(Coalesce{Hold: time.Hour, From: 2})
+	c.SetCoalesce(co)
 	c.Start()
 	t.Cleanup(c.Stop)
-	start := func(key string) *LogWriter[int, string] {
+	start = func(key string) *LogWriter[int, string] {
 		w := c.Writer(uuid.New(), key, 1, nil)
 		w.ClaimStart(StartCommitting)
 		w.Started(true)
 		return w
 	}
+	return start, pubs
+}
+
+// wantPub fails the test unless the next publish holds want.
+func wantPub(t *testing.T, pubs chan []int, what string, want ...int) {
+	t.Helper()
+	if got := nextPub(t, pubs); !slices.Equal(got, want) {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// quiet fails the test if anything is published within 50 ms.
+func quiet(t *testing.T, pubs chan []int, want string) {
+	t.Helper()
+	select {
+	case p := <-pubs:
+		t.Fatalf("published %v: %s", p, want)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestHoldFrom: a hold that applies from two streaming runs holds nothing
+// while one streams, and holds once a second one's start is committed.
+func TestHoldFrom(t *testing.T) {
+	t.Parallel()
+	start, pubs := coalesceSetup(t, Coalesce{Hold: time.Hour, From: 2})
 	a := start("a")
 	for i := 2; i < 5; i++ {
 		a.AddSoon(i)
-		if got := nextPub(t, pubs); !slices.Equal(got, []int{i}) {
-			t.Fatalf("one run streaming: got %v, want [%d] at once", got, i)
-		}
+		wantPub(t, pubs, "one run streaming: at once", i)
 	}
 	b := start("b")
 	a.AddSoon(5)
-	select {
-	case p := <-pubs:
-		t.Fatalf("two runs streaming: published %v alone, want it held for the next record", p)
-	case <-time.After(50 * time.Millisecond):
-	}
+	quiet(t, pubs, "two runs streaming: want it held for the next record")
 	a.AddSoon(6)
-	if got := nextPub(t, pubs); !slices.Equal(got, []int{5, 6}) {
-		t.Fatalf("two runs streaming: got %v, want [5 6] together", got)
-	}
+	wantPub(t, pubs, "two runs streaming", 5, 6)
 	b.Stop()
 	a.AddSoon(7) // one streams again: at once
-	if got := nextPub(t, pubs); !slices.Equal(got, []int{7}) {
-		t.Fatalf("after the second stopped: got %v, want [7] at once", got)
-	}
+	wantPub(t, pubs, "after the second stopped", 7)
 	a.Stop()
 }
 
@@ -205,37 +222,17 @@ func TestHoldFrom(t *testing.T) {
 // one of them stops.
 func TestCommitPace(t *testing.T) {
 	t.Parallel()
-	pubs := make(chan []int, 100)
-	write := func(context.Context, []Segment[int, string]) ([]uuid.UUID, error) { return nil, nil }
-	publish := func(_ *LogWriter[int, string], recs []int, _ time.Time) { pubs <- slices.Clone(recs) }
-	c := NewGroupCommit(write, publish, nil, slog.Default())
-	c.SetCoalesce(Coalesce{Pace: time.Hour, From: 2})
-	c.Start()
-	t.Cleanup(c.Stop)
-	start := func(key string) *LogWriter[int, string] {
-		w := c.Writer(uuid.New(), key, 1, nil)
-		w.ClaimStart(StartCommitting)
-		w.Started(true)
-		return w
-	}
+	start, pubs := coalesceSetup(t, Coalesce{Pace: time.Hour, From: 2})
 	a := start("a")
 	for i := 2; i < 4; i++ {
 		a.Add(i)
-		if got := nextPub(t, pubs); !slices.Equal(got, []int{i}) {
-			t.Fatalf("one run streaming: got %v, want [%d] at once", got, i)
-		}
+		wantPub(t, pubs, "one run streaming: at once", i)
 	}
 	b := start("b")
 	a.Add(4)
-	select {
-	case p := <-pubs:
-		t.Fatalf("two runs streaming: published %v within the pace, want it to wait", p)
-	case <-time.After(50 * time.Millisecond):
-	}
+	quiet(t, pubs, "two runs streaming: want it to wait for the pace")
 	a.Add(5)
 	b.Stop() // one streams again: the commit goes at once, with both records
-	if got := nextPub(t, pubs); !slices.Equal(got, []int{4, 5}) {
-		t.Fatalf("after the second stopped: got %v, want [4 5] in one commit", got)
-	}
+	wantPub(t, pubs, "after the second stopped", 4, 5)
 	a.Stop()
 }
