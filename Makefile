@@ -49,7 +49,7 @@ bench: build
 	.ci/with-pg bin/threadline-bench peer
 
 bench-load: build
-	.ci/with-pg bin/threadline-bench load
+	.ci/with-pg bin/threadline-bench load --k 100,500,1000,1500,2000 --with-floor
 
 bench-search: build
 	.ci/with-pg bin/threadline-bench search
