@@ -234,14 +234,14 @@ func (c *GroupCommit[R, K]) wake() {
 }
 
 // queueAfter queues w, whose pending records were all added with AddSoon,
-// for a commit: at once if the hold is off (or too few runs stream), if a commit last took the
-// run's records (taken) a hold or more ago, so a slow run never waits, or
-// if two or more records pend, which is the pair the hold waited for;
-// else the oldest pending record (produced at since) waits for the next
-// one, at most until since plus the hold, when the goroutine queues it
-// (releaseHeld). A steady stream faster than one record a hold thus goes
-// out two records a commit, publish and write, none waiting longer than
-// the gap to the next one.
+// for a commit: at once if the hold is off or too few runs stream, if a
+// commit last took the run's records (taken) a hold or more ago, so a slow
+// run never waits, or if two or more records pend, which is the pair the
+// hold waited for; else the oldest pending record (produced at since)
+// waits for the next one, at most until since plus the hold, when the
+// goroutine queues it (releaseHeld). A steady stream faster than one
+// record a hold thus goes out two records a commit, publish and write,
+// none waiting longer than the gap to the next one.
 func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken, since time.Time, pending int) {
 	now := time.Now()
 	hold := c.co.Hold
