@@ -18,18 +18,14 @@ import (
 
 // The statements of a turn, prepared on every new connection (see hot).
 var (
-	sqlRunOpen     = hot(`SELECT threadline_run_open($1, $2, $3, $4, $5)`)
+	sqlRunStart    = hot(`SELECT threadline_run_start($1, $2, $3, $4, $5, $6, $7, $8)`)
 	sqlRunBegin    = hot(`SELECT threadline_run_begin($1, $2, $3)`)
-	sqlRunEnd      = hot(`SELECT threadline_run_end($1, $2, $3, $4, $5)`)
-	sqlThreadStart = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4 WHERE id = $1`)
-	sqlThreadTitle = hot(`UPDATE threads SET title = $2 WHERE id = $1 AND title IS NULL`)
+	sqlRunEnd      = hot(`SELECT threadline_run_finish($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
 	sqlThreadEnd   = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
 	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at, log_from)
 		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT coalesce(max(id), 0) FROM run_log))`)
 	sqlRunInsertEnded = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, usage, error, tree_seq, created_at, finished_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
-	sqlRunFinish = hot(`UPDATE runs SET status = $2, model = $3, usage = $4, error = $5, finished_at = $6,
-		owner = NULL, lease_until = NULL WHERE id = $1`)
 	sqlEventsInsert = hot(`INSERT INTO run_events (run_id, first_seq, last_seq, data) VALUES ($1, $2, $3, $4)`)
 	sqlEventsDelete = hot(`DELETE FROM run_events WHERE run_id = $1`)
 )
@@ -73,7 +69,7 @@ func notFoundRun(id uuid.UUID) error {
 }
 
 // RunCreate starts a run and commits it; see thread.Store. The checks of
-// threadline_run_open and the start's writes go as one batch in one
+// threadline_run_start and the start's writes go as one batch in one
 // implicit transaction: one round trip.
 func (s *Store) RunCreate(ctx context.Context, in thread.RunCreate, first thread.Record) (*thread.Run, error) {
 	b := &pgx.Batch{}
@@ -110,16 +106,18 @@ func (s *Store) RunCreateAll(ctx context.Context, ins []thread.RunCreate, firsts
 	return s.sendBatch(ctx, b, "start runs")
 }
 
-// queueOpen queues threadline_run_open for a run, after the thread's
-// creation when the run creates it. An id that exists by then is left as
-// it is, and threadline_run_open checks it (another caller's: not_found).
+// queueOpen queues threadline_run_start for a run, after the thread's
+// creation when the run creates it: its checks, and the thread's new end
+// and head. An id that exists by then is left as it is, and
+// threadline_run_start checks it (another caller's: not_found).
 func queueOpen(b *pgx.Batch, in thread.RunCreate) {
 	want, message, parent := openArgs(b, in)
-	b.Queue(sqlRunOpen, in.Thread, in.Caller, want, message, nilUUID(parent))
+	r := &in.Run
+	b.Queue(sqlRunStart, in.Thread, in.Caller, want, message, nilUUID(parent), r.TreeSeq, r.MessageID, r.CreatedAt)
 }
 
 // queueBegin is queueOpen for a run written whole (RunComplete): the
-// batch's own inserts then check what threadline_run_open checks first (a
+// batch's own inserts then check what threadline_run_start checks first (a
 // new user message id, a parent in the thread), with the same errors, in
 // the same transaction, so only threadline_run_begin (the thread's lock,
 // its caller, its last checkpoint, no run in progress) goes before them.
@@ -148,8 +146,9 @@ func openArgs(b *pgx.Batch, in thread.RunCreate) (want int64, message *uuid.UUID
 	return want, message, parent
 }
 
-// queueStart queues a run's start: the user message, the running run, the
-// thread's new end and head, and the first log record.
+// queueStart queues the rest of a run's start (queueOpen moved the
+// thread's end): the user message, the running run and the first log
+// record.
 func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
 	r := in.Run
 	if in.User != nil {
@@ -163,12 +162,11 @@ func queueStart(b *pgx.Batch, in thread.RunCreate, first thread.Record) error {
 	}
 	b.Queue(sqlRunInsert,
 		r.ID, r.ThreadID, nilUUID(r.UserMessageID), r.ParentID, r.MessageID, r.Model, cfg, r.Owner, r.LeaseUntil, r.TreeSeq, r.CreatedAt)
-	b.Queue(sqlThreadStart, in.Thread, r.TreeSeq, r.MessageID, r.CreatedAt)
 	return queueEvents(b, r.ID, []thread.Record{first}, false, "")
 }
 
 // RunComplete writes a whole run that ended before its start was
-// written; see thread.Store. threadline_run_open's checks, the user message,
+// written; see thread.Store. threadline_run_start's checks, the user message,
 // the ended run, the reply, the compacted log and the thread's new end,
 // head and title go as one batch in one implicit transaction: one round
 // trip and one commit.
@@ -268,7 +266,7 @@ func (s *Store) RunActive(ctx context.Context, threadID uuid.UUID) (*thread.Run,
 }
 
 // RunFinish ends a run; see thread.Store. Like RunCreate, one batch in one
-// implicit transaction, guarded by threadline_run_end.
+// implicit transaction, guarded by threadline_run_finish.
 func (s *Store) RunFinish(ctx context.Context, in thread.RunFinish) error {
 	b := &pgx.Batch{}
 	if err := queueFinish(b, in, s.clock()); err != nil {
@@ -300,9 +298,10 @@ func (s *Store) RunFinishAll(ctx context.Context, ins []thread.RunFinish) error 
 	return err
 }
 
-// queueFinish queues RunFinish's statements: the guard, the assistant
-// checkpoint, the compacted log replacing the live segments, the run's end
-// and the thread's title when it has none.
+// queueFinish queues RunFinish's statements: the run's end with its guard
+// (threadline_run_finish, which also moves the thread's end and gives it
+// the title when it has none), the assistant checkpoint and the compacted
+// log replacing the live segments.
 func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time) error {
 	data, err := compactRecords(in)
 	if err != nil {
@@ -313,16 +312,16 @@ func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now, r.Claim)
+	var title *string
+	if in.Title != "" {
+		title = &in.Title
+	}
+	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now, r.Claim, in.Status, in.Model, usage, rerr, title)
 	if err := queueCheckpoint(b, &in.Assistant); err != nil {
 		return err
 	}
 	b.Queue(sqlEventsDelete, r.ID)
 	b.Queue(sqlEventsInsert, r.ID, in.Records[0].Seq, in.Records[len(in.Records)-1].Seq, data)
-	b.Queue(sqlRunFinish, r.ID, in.Status, in.Model, usage, rerr, now)
-	if in.Title != "" {
-		b.Queue(sqlThreadTitle, r.ThreadID, in.Title)
-	}
 	return nil
 }
 

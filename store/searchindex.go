@@ -16,7 +16,8 @@ import (
 // transaction, so an entry leaves the queue only with its row written. A
 // checkpoint whose thread was deleted meanwhile leaves the queue unindexed;
 // one already indexed is not indexed again. It answers the entries taken
-// and the rows written.
+// and the rows written. OFFSET 0 keeps the planner from inlining doc into
+// both of its uses, which extracted each message's text twice.
 const sqlSearchIndex = `WITH batch AS (
 	DELETE FROM checkpoint_search_pending WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM checkpoint_search_pending LIMIT $1 FOR UPDATE SKIP LOCKED))
@@ -26,7 +27,7 @@ const sqlSearchIndex = `WITH batch AS (
 	SELECT c.thread_id, c.seq, c.id, t.caller, c.role, c.created_at, to_tsvector('english'::regconfig, d.doc), search_code_text(d.doc)
 	FROM batch b JOIN checkpoints c ON c.thread_id = b.thread_id AND c.id = b.checkpoint_id
 		JOIN threads t ON t.id = c.thread_id,
-		LATERAL (SELECT checkpoint_search_text(c.content) AS doc) d
+		LATERAL (SELECT checkpoint_search_text(c.content) AS doc OFFSET 0) d
 	ON CONFLICT DO NOTHING
 	RETURNING 1
 )

@@ -953,7 +953,7 @@ func BenchmarkFirstTurn(b *testing.B) {
 }
 
 // TestRunWriteGuards: RunCreate and RunComplete check, under the thread's
-// lock, what a run's writes need (threadline_run_open; for RunComplete its
+// lock, what a run's writes need (threadline_run_start; for RunComplete its
 // own inserts, with the same errors): a reused message id and a parent
 // outside the thread, also for a regenerate, are refused and nothing is
 // written; RunComplete writes a run in its final state.
@@ -1127,7 +1127,7 @@ func TestRunCreateAll(t *testing.T) {
 	}
 }
 
-// TestRunCreateAllRefusals: each check of threadline_run_open refuses a
+// TestRunCreateAllRefusals: each check of threadline_run_start refuses a
 // batch of starts as a whole (nothing of it is written), and the start alone
 // then gets its own answer, as the starts batcher retries it.
 func TestRunCreateAllRefusals(t *testing.T) {

@@ -243,13 +243,14 @@ func (c *GroupCommit[R, K]) wake() {
 // record a hold thus goes out two records a commit, publish and write,
 // none waiting longer than the gap to the next one.
 func (c *GroupCommit[R, K]) queueAfter(w *LogWriter[R, K], taken, since time.Time, pending int) {
-	now := time.Now()
 	hold := c.co.Hold
-	due := since.Add(hold)
-	if hold <= 0 || pending >= 2 || now.Sub(taken) >= hold || !now.Before(due) || !c.busy() {
+	// One record pends, so add read the clock for it (since) just now: a
+	// clock read a token less.
+	if hold <= 0 || pending >= 2 || !c.busy() || since.Sub(taken) >= hold {
 		c.queue(w, true)
 		return
 	}
+	due := since.Add(hold)
 	c.mu.Lock()
 	_, isPending := c.pending[w]
 	_, held := c.held[w]
