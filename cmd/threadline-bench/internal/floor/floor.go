@@ -54,6 +54,11 @@ type floorRun struct {
 type floorServer struct {
 	model *builtin.Builtin
 	hub   *stream.Hub[floorEvent]
+	// pairs publishes a run's tokens two at a time, the writes a token of
+	// the service while it is busy (THREADLINE_TOKEN_HOLD), so the floor's
+	// CPU can be read at the service's writes a token. No time bound: the
+	// built-in model's steady pace brings the next token within 1/rate.
+	pairs bool
 	mu    sync.Mutex
 	runs  map[uuid.UUID]*floorRun
 	wg    sync.WaitGroup
@@ -62,7 +67,8 @@ type floorServer struct {
 // Serve serves until ctx ends or SIGINT/SIGTERM. It reads the same
 // environment `bench load` gives its child service: THREADLINE_ADDR,
 // THREADLINE_BUILTIN_DELAY, THREADLINE_BUILTIN_TOKENS and
-// THREADLINE_CPU_PROFILE. It fails on arguments, a bad setting, or an
+// THREADLINE_CPU_PROFILE, and THREADLINE_FLOOR_PAIRS (true: tokens go
+// out two at a time). It fails on arguments, a bad setting, or an
 // address it cannot listen on.
 func Serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -89,7 +95,11 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("bench floor: %w", err)
 	}
 	defer stopProfile()
-	f := &floorServer{model: builtin.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}}
+	pairs, err := strconv.ParseBool(or(getenv("THREADLINE_FLOOR_PAIRS"), "false"))
+	if err != nil {
+		return fmt.Errorf("THREADLINE_FLOOR_PAIRS: want true or false, got %q", getenv("THREADLINE_FLOOR_PAIRS"))
+	}
+	f := &floorServer{model: builtin.NewBuiltin(tokens, delay), hub: stream.New[floorEvent](256), runs: map[uuid.UUID]*floorRun{}, pairs: pairs}
 	mux := http.NewServeMux()
 	// The same body as the service's: a response with a body keeps its
 	// connection busy until read, which bench load's preconnect relies on.
@@ -153,6 +163,7 @@ func (f *floorServer) start(w http.ResponseWriter, r *http.Request) {
 func (f *floorServer) execute(run *floorRun, prompt string) {
 	req := thread.ModelRequest{Call: 1, Messages: []thread.ModelMessage{{Role: checkpoint.RoleUser,
 		Parts: []thread.ModelPart{{Type: thread.PartText, Text: prompt}}}}}
+	var held []floorEvent
 	add := func(ev floorEvent) {
 		run.mu.Lock()
 		ev.seq = int64(len(run.events)) + 1
@@ -161,7 +172,11 @@ func (f *floorServer) execute(run *floorRun, prompt string) {
 			run.reply = append(run.reply, ev.text...)
 		}
 		run.mu.Unlock()
-		f.hub.Publish(run.id, ev)
+		held = append(held, ev)
+		if !f.pairs || len(held) == 2 || ev.final {
+			f.hub.Publish(run.id, held...)
+			held = nil // the subscribers hold the published batch
+		}
 	}
 	_, _ = f.model.Stream(context.Background(), req, func(d thread.Delta) error {
 		if d.Kind == thread.DeltaText {

@@ -3,6 +3,7 @@ package floor
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,10 +18,40 @@ import (
 
 // TestFloorStreamCatchesUpAfterLag gives the floor a one-batch buffer and
 // a model with no delay, so a subscriber falls behind and is dropped; the
-// stream must still carry every event once, in order.
+// stream must still carry every event once, in order, with tokens
+// published one or two at a time.
 func TestFloorStreamCatchesUpAfterLag(t *testing.T) {
 	t.Parallel()
-	f := &floorServer{model: builtin.NewBuiltin(500, 0), hub: stream.New[floorEvent](1), runs: map[uuid.UUID]*floorRun{}}
+	for _, pairs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pairs=%v", pairs), func(t *testing.T) {
+			t.Parallel()
+			f := &floorServer{model: builtin.NewBuiltin(500, 0), hub: stream.New[floorEvent](1), runs: map[uuid.UUID]*floorRun{}, pairs: pairs}
+			checkFloorStream(t, f)
+		})
+	}
+}
+
+// TestFloorPairs checks what a subscriber of a run receives with pairs on:
+// every token in a batch of two, then the final event.
+func TestFloorPairs(t *testing.T) {
+	t.Parallel()
+	f := &floorServer{model: builtin.NewBuiltin(7, 0), hub: stream.New[floorEvent](64), runs: map[uuid.UUID]*floorRun{}, pairs: true}
+	run := &floorRun{id: uuid.New(), msg: uuid.New(), events: []floorEvent{{seq: 1}}}
+	sub := f.hub.Subscribe(run.id)
+	defer sub.Close()
+	f.execute(run, "pairs")
+	var got []int
+	for batch := range sub.C() {
+		got = append(got, len(batch))
+	}
+	// Seven tokens: three pairs, then the seventh with the final event.
+	if want := []int{2, 2, 2, 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("batch sizes %v, want %v", got, want)
+	}
+}
+
+func checkFloorStream(t *testing.T, f *floorServer) {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/threads/{thread_id}/runs/stream", f.start)
 	srv := httptest.NewServer(mux)
