@@ -36,3 +36,11 @@ func nilUUID(id uuid.UUID) *uuid.UUID {
 	}
 	return &id
 }
+
+// nilString is s, or NULL for an empty s.
+func nilString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -18,11 +18,11 @@ import (
 
 // The statements of a turn, prepared on every new connection (see hot).
 var (
-	sqlRunStart    = hot(`SELECT threadline_run_start($1, $2, $3, $4, $5, $6, $7, $8)`)
-	sqlRunBegin    = hot(`SELECT threadline_run_begin($1, $2, $3)`)
-	sqlRunEnd      = hot(`SELECT threadline_run_finish($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
-	sqlThreadEnd   = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
-	sqlRunInsert   = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at, log_from)
+	sqlRunStart  = hot(`SELECT threadline_run_start($1, $2, $3, $4, $5, $6, $7, $8)`)
+	sqlRunBegin  = hot(`SELECT threadline_run_begin($1, $2, $3)`)
+	sqlRunFinish = hot(`SELECT threadline_run_finish($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
+	sqlThreadEnd = hot(`UPDATE threads SET last_seq = $2, head_id = $3, updated_at = $4, title = coalesce(title, $5) WHERE id = $1`)
+	sqlRunInsert = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, owner, lease_until, tree_seq, created_at, log_from)
 		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT coalesce(max(id), 0) FROM run_log))`)
 	sqlRunInsertEnded = hot(`INSERT INTO runs (id, thread_id, status, user_message_id, parent_id, message_id, model, config, usage, error, tree_seq, created_at, finished_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
@@ -205,11 +205,7 @@ func queueComplete(b *pgx.Batch, in thread.RunCreate, fin thread.RunFinish, now 
 		return err
 	}
 	b.Queue(sqlEventsInsert, r.ID, fin.Records[0].Seq, fin.Records[len(fin.Records)-1].Seq, data)
-	var title *string
-	if fin.Title != "" {
-		title = &fin.Title
-	}
-	b.Queue(sqlThreadEnd, in.Thread, fin.Assistant.Seq, r.MessageID, now, title)
+	b.Queue(sqlThreadEnd, in.Thread, fin.Assistant.Seq, r.MessageID, now, nilString(fin.Title))
 	return nil
 }
 
@@ -312,11 +308,7 @@ func queueFinish(b *pgx.Batch, in thread.RunFinish, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	var title *string
-	if in.Title != "" {
-		title = &in.Title
-	}
-	b.Queue(sqlRunEnd, r.ID, r.ThreadID, in.Assistant.Seq, now, r.Claim, in.Status, in.Model, usage, rerr, title)
+	b.Queue(sqlRunFinish, r.ID, r.ThreadID, in.Assistant.Seq, now, r.Claim, in.Status, in.Model, usage, rerr, nilString(in.Title))
 	if err := queueCheckpoint(b, &in.Assistant); err != nil {
 		return err
 	}
